@@ -1,0 +1,45 @@
+# Every target installs what it needs into .venv (a fresh machine needs only python3.11 and a C++ compiler).
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.torchneuron-installed
+CSRC   := $(shell find csrc -name '*.cpp' -o -name '*.h')
+
+.PHONY: demo test test-all conformance bench info install clean
+
+demo: install
+	$(PY) -m torchneuron demo
+
+test: install
+	$(PY) -m pytest -q -m "not slow" tests
+
+test-all: install
+	$(PY) -m pytest -q tests
+
+conformance: install
+	$(PY) -m tests.conformance.report
+
+bench: install
+	mkdir -p bench-results
+	for b in benchmarks/*.py; do $(PY) $$b --out bench-results/$$(basename $$b .py).json || exit 1; done
+
+info: install
+	$(PY) -m torchneuron info
+
+install: $(STAMP)
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+
+$(VENV)/.deps-installed: requirements.txt | $(VENV)/bin/python
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements.txt
+	touch $@
+
+$(STAMP): $(VENV)/.deps-installed setup.py pyproject.toml $(CSRC)
+	$(PIP) install -q --no-build-isolation --no-deps -e .
+	touch $@
+
+clean:
+	rm -rf build *.egg-info torchneuron/_C*.so

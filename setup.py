@@ -1,0 +1,31 @@
+"""Builds torchneuron._C against the torch that is already installed (see pyproject.toml)."""
+
+import glob
+import os
+
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def sources() -> list[str]:
+    files = sorted(glob.glob(os.path.join("csrc", "**", "*.cpp"), recursive=True))
+    if not files:
+        raise RuntimeError("no C++ sources found under csrc/")
+    return files
+
+
+setup(
+    ext_modules=[
+        CppExtension(
+            name="torchneuron._C",
+            sources=sources(),
+            include_dirs=[os.path.join(ROOT, "csrc")],
+            extra_compile_args=["-O2", "-std=c++17", "-Wno-unused-parameter"],
+            # libnrt is opened with dlopen at run time on Trn hosts, never linked.
+            libraries=["dl"],
+        )
+    ],
+    cmdclass={"build_ext": BuildExtension},
+)
