@@ -1,0 +1,115 @@
+"""The ``neuronx-cc`` back end (Trn hosts): StableHLO → NEFF with AWS's compiler, run as a subprocess.
+
+The command line follows what AWS's backend runs (see docs/lowering.md):
+
+    neuronx-cc compile module.mlir --framework XLA --target <trn1|trn2|trn3> --lnc <1|2> -O<1|2|3>
+        --model-type transformer --auto-cast=none [$NEURON_CC_FLAGS...] --output module.neff
+
+``module.mlir`` holds the StableHLO text; the NEFF bytes are what the cache stores. Executing a NEFF needs
+the ``nrt`` runtime (a Trn host); everywhere else use target ``"sim"``.
+"""
+
+from __future__ import annotations
+
+import functools
+import shlex
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .. import _env
+
+NAME = "neuronx-cc"
+TARGETS = ("trn1", "trn2", "trn3")
+# The logical-NeuronCore config the runtime uses on each target (AWS: trn1 → 1, trn2/trn3 → 2).
+DEFAULT_LNC = {"trn1": 1, "trn2": 2, "trn3": 2}
+
+
+class NeuronxCcError(RuntimeError):
+    pass
+
+
+def find() -> str | None:
+    """Path of ``neuronx-cc`` on PATH, or None."""
+    return shutil.which("neuronx-cc")
+
+
+@functools.cache
+def _version_of(path: str) -> str:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "neuronx-cc-unknown"
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return "neuronx-cc-" + (text[0].strip() if out.returncode == 0 and text else "unknown")
+
+
+def version(path: str | None = None) -> str:
+    path = path or find()
+    return _version_of(path) if path else "neuronx-cc-absent"
+
+
+def extra_flags() -> tuple[str, ...]:
+    return tuple(shlex.split(_env.get(_env.CC_FLAGS)))
+
+
+def command(module: Path, neff: Path, *, target: str, lnc: int, opt_level: int, exe: str = "neuronx-cc") -> list[str]:
+    if target not in TARGETS:
+        raise ValueError(f"neuronx-cc target must be one of {', '.join(TARGETS)}, got {target!r}")
+    if lnc not in (1, 2):
+        raise ValueError(f"logical NeuronCore config (--lnc) must be 1 or 2, got {lnc!r}")
+    if opt_level not in (1, 2, 3):
+        raise ValueError(f"neuronx-cc optimisation level must be 1, 2 or 3, got {opt_level!r}")
+    return [exe, "compile", str(module), "--framework", "XLA", "--target", target, "--lnc", str(lnc),
+            f"-O{opt_level}", "--model-type", "transformer", "--auto-cast=none", *extra_flags(),
+            "--output", str(neff)]
+
+
+def compile_to_bytes(stablehlo: str, *, target: str, lnc: int, opt_level: int) -> bytes:
+    exe = find()
+    if exe is None:
+        raise NeuronxCcError(
+            f"cannot compile for {target}: `neuronx-cc` is not on PATH. Install the Neuron compiler "
+            "(pip package neuronx-cc from the Neuron package index, on a Trn host), or compile for the "
+            "simulator with target='sim'.")
+    with tempfile.TemporaryDirectory(prefix="torchneuron-cc-") as work:
+        module, neff = Path(work) / "module.mlir", Path(work) / "module.neff"
+        module.write_text(stablehlo)
+        cmd = command(module, neff, target=target, lnc=lnc, opt_level=opt_level, exe=exe)
+        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-20:])
+            raise NeuronxCcError(f"neuronx-cc failed (exit {proc.returncode}) for target {target}, lnc {lnc}, "
+                                 f"-O{opt_level}:\n  $ {shlex.join(cmd)}\n{tail}")
+        if not neff.exists():
+            raise NeuronxCcError(f"neuronx-cc exited 0 but wrote no NEFF at {neff}:\n  $ {shlex.join(cmd)}")
+        return neff.read_bytes()
+
+
+class NeffExecutable:
+    """A NEFF for one target. Running it needs the ``nrt`` runtime of a Trn host."""
+
+    backend = NAME
+
+    def __init__(self, neff: bytes, target: str, lnc: int):
+        self.neff, self.target, self.lnc = neff, target, lnc
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.write_bytes(self.neff)
+        return path
+
+    def run(self, host_tensors):
+        from .. import _C  # type: ignore[attr-defined]
+
+        execute = getattr(_C, "_execute_neff", None)
+        if execute is None:
+            raise RuntimeError(
+                f"this NEFF was compiled for {self.target} (lnc={self.lnc}) and runs only on a Trn host with the "
+                "nrt runtime (TORCHNEURON_RUNTIME=nrt); on this machine compile with target='sim' to run the "
+                "same StableHLO on XLA:CPU")
+        return execute(self.neff, list(host_tensors))
+
+    def __repr__(self) -> str:
+        return f"NeffExecutable(target={self.target}, lnc={self.lnc}, {len(self.neff)} bytes)"

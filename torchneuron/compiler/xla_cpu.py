@@ -1,0 +1,88 @@
+"""The ``xla-cpu`` back end (the simulator's compiler): StableHLO → XLA:CPU executable via jaxlib.
+
+Inputs and outputs cross the boundary through DLPack, so an executable reads the device buffers in place
+and its results become tensors that own XLA's output buffers: no copies on the way in or out (XLA:CPU copies
+an input itself only when its address is not suitably aligned, e.g. a view at an odd offset).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from importlib import metadata
+
+import torch
+from torch.utils.dlpack import from_dlpack as _torch_from_dlpack
+from torch.utils.dlpack import to_dlpack as _torch_to_dlpack
+
+NAME = "xla-cpu"
+
+
+@functools.cache
+def _client():
+    import os
+
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    from jax._src import xla_bridge
+    from jax._src.lib import _jax, xla_client
+
+    client = xla_bridge.get_backend("cpu")
+    device = client.local_devices()[0]
+    devices = xla_client.DeviceList((device,))
+    return client, device, devices, xla_client, _jax
+
+
+def version() -> str:
+    try:
+        return "jaxlib-" + metadata.version("jaxlib")
+    except metadata.PackageNotFoundError:  # pragma: no cover - jaxlib is a hard dependency
+        return "jaxlib-unknown"
+
+
+class XlaCompileError(RuntimeError):
+    pass
+
+
+def compile_to_bytes(stablehlo: str) -> bytes:
+    """Compile StableHLO text on XLA:CPU and return the serialised executable (what the disk cache stores)."""
+    client, _, devices, xc, _jax = _client()
+    try:
+        exe = client.compile_and_load(stablehlo, devices, xc.CompileOptions())
+    except _jax.JaxRuntimeError as e:
+        raise XlaCompileError(f"XLA:CPU rejected the StableHLO module: {e}") from None
+    return client.serialize_executable(exe)
+
+
+def load(blob: bytes) -> XlaCpuExecutable:
+    client, _, devices, xc, _ = _client()
+    return XlaCpuExecutable(client.deserialize_executable(blob, devices, xc.CompileOptions()))
+
+
+class XlaCpuExecutable:
+    """A loaded XLA:CPU executable. ``run(host_tensors)`` takes contiguous CPU tensors (host views of device
+    buffers) in the module's argument order and returns CPU tensors owning XLA's output buffers."""
+
+    backend = NAME
+
+    def __init__(self, loaded):
+        self._loaded = loaded
+        _, self._device, _, _, jax_mod = _client()
+        self._to_buffer = jax_mod.dlpack_managed_tensor_to_buffer
+
+    def buffer(self, t: torch.Tensor):
+        """An XLA buffer aliasing ``t`` (``t`` must stay alive while the buffer is used)."""
+        return self._to_buffer(_torch_to_dlpack(t), self._device, None)
+
+    def run_buffers(self, buffers: Sequence) -> list:
+        return self._loaded.execute(buffers)
+
+    def run(self, host_tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        to_buffer, device = self._to_buffer, self._device
+        outs = self._loaded.execute([to_buffer(_torch_to_dlpack(t), device, None) for t in host_tensors])
+        return [_torch_from_dlpack(o) for o in outs]
+
+    def __repr__(self) -> str:
+        return f"XlaCpuExecutable({len(self.hlo_text())} chars of HLO)"
+
+    def hlo_text(self) -> str:
+        return self._loaded.get_hlo_text() if hasattr(self._loaded, "get_hlo_text") else ""

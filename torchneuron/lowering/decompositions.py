@@ -1,0 +1,70 @@
+"""The Neuron decomposition table: ATen ops rewritten into simpler ATen ops before lowering.
+
+Base: torch-mlir's table for the FX importer (PyTorch's core-ATen decompositions plus the overloads
+torch-mlir needs). On top of it, Neuron's choices:
+
+- *added*: backward ops AOTAutograd emits, and (on demand, when torch-mlir reports an op it cannot
+  legalize) PyTorch's decomposition of that op;
+- *kept*: ops removed from the table because torch-mlir lowers them directly to better StableHLO
+  (one fused op instead of a chain), which is also what neuronx-cc pattern-matches.
+
+The table is built once (lazily: importing torch-mlir costs ~1 s) and shared by every lowering path.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import torch
+
+aten = torch.ops.aten
+
+
+def _added() -> list:
+    # Backward ops AOTAutograd emits for training graphs; their decompositions are pointwise/reduction
+    # chains that torch-mlir lowers. Anything else that fails to legalize is decomposed on demand (see
+    # ``on_demand``), so this list stays short.
+    names = [
+        "tanh_backward", "sigmoid_backward", "threshold_backward", "gelu_backward", "silu_backward",
+        "hardswish_backward", "hardsigmoid_backward", "elu_backward", "leaky_relu_backward",
+        "softplus_backward", "native_layer_norm_backward", "native_group_norm_backward",
+        "_softmax_backward_data", "_log_softmax_backward_data", "embedding_dense_backward",
+        "mse_loss_backward", "nll_loss_backward", "slice_backward", "select_backward",
+        "diagonal_backward", "unfold_backward", "native_batch_norm_backward",
+    ]
+    return [p for p in (getattr(aten, n, None) for n in names) if p is not None]
+
+
+def on_demand(mlir_op: str) -> dict[torch._ops.OperatorBase, Callable]:
+    """PyTorch's decompositions for a torch-mlir op name that failed to legalize (``torch.aten.foo`` →
+    every overload of ``aten.foo`` PyTorch can decompose), or {} if it has none."""
+    from torch._decomp import decomposition_table
+
+    name = mlir_op.removeprefix("torch.aten.").removesuffix("_")
+    packet = getattr(aten, name, None)
+    if packet is None:
+        return {}
+    return {getattr(packet, ov): decomposition_table[getattr(packet, ov)]
+            for ov in packet.overloads() if getattr(packet, ov) in decomposition_table}
+
+
+# Lowered directly by torch-mlir (one StableHLO op / a better pattern than the decomposition).
+_KEEP: tuple[str, ...] = ()
+
+
+@functools.cache
+def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
+    from torch._decomp import get_decompositions
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    table = dict(get_decomposition_table())
+    for op, fn in get_decompositions(_added()).items():
+        table.setdefault(op, fn)
+    for name in _KEEP:
+        packet = getattr(aten, name, None)
+        if packet is None:
+            continue
+        for ov in packet.overloads():
+            table.pop(getattr(packet, ov), None)
+    return table

@@ -1,0 +1,66 @@
+"""The bridge between neuron tensors and the host memory XLA:CPU reads and writes.
+
+On the sim, a neuron tensor's storage is host RAM owned by the runtime. ``host_view`` gives a CPU tensor
+aliasing it (same sizes/strides/offset) and ``adopt`` turns a CPU tensor (an XLA output buffer) into a
+neuron tensor that owns it: no copies either way. Both come from the device layer (``torchneuron._C``);
+CPU tensors pass through unchanged, so lowering and the compiler also work without the device.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+
+@functools.cache
+def _c():
+    try:
+        from .. import _C  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _C if hasattr(_C, "_host_view") else None
+
+
+def is_neuron(t: torch.Tensor) -> bool:
+    return t.device.type == "neuron"
+
+
+def host_view(t: torch.Tensor) -> torch.Tensor:
+    if t.device.type == "cpu":
+        return t
+    c = _c()
+    if c is None or t.device.type != "neuron":
+        raise RuntimeError(f"torchneuron: cannot read a {t.device} tensor on the host; lowered programs take "
+                           "neuron tensors (sim runtime) or CPU tensors")
+    return c._host_view(t)
+
+
+def adopt(cpu: torch.Tensor, device: torch.device) -> torch.Tensor:
+    if device.type == "cpu":
+        return cpu
+    c = _c()
+    if c is None:
+        raise RuntimeError("torchneuron._C is not available: cannot hand results back as neuron tensors")
+    return c._adopt_host_tensor(cpu, device.index if device.index is not None else 0)
+
+
+def host_views(device: torch.device):
+    """A function mapping tensors to host views, specialised for the device (no per-call branching)."""
+    if device.type == "cpu":
+        return lambda t: t
+    c = _c()
+    if c is None:
+        raise RuntimeError("torchneuron._C is not available: cannot read neuron tensors on the host")
+    return c._host_view
+
+
+def adopter(device: torch.device):
+    if device.type == "cpu":
+        return lambda t: t
+    c = _c()
+    if c is None:
+        raise RuntimeError("torchneuron._C is not available: cannot hand results back as neuron tensors")
+    index = device.index if device.index is not None else 0
+    adopt_ = c._adopt_host_tensor
+    return lambda t: adopt_(t, index)
