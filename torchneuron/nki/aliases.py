@@ -1,0 +1,114 @@
+"""Let kernels written against `import neuronxcc.nki` / `import nki` run unmodified on the simulator.
+
+`install_import_aliases()` (or TORCHNEURON_NKI_ALIASES=1 when torchneuron is imported) puts a finder in
+front of `sys.meta_path` that answers for those names *only* when the real package cannot be found by any
+other finder, so an installed Neuron SDK always wins and is never shadowed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+from typing import Any
+
+from .. import _env
+
+ALIASES: dict[str, str] = {
+    "neuronxcc": "",  # a bare namespace that holds `nki`
+    "neuronxcc.nki": "torchneuron.nki.legacy",
+    "neuronxcc.nki.language": "torchneuron.nki.legacy.language",
+    "neuronxcc.nki.isa": "torchneuron.nki.legacy.isa",
+    "neuronxcc.nki.typing": "torchneuron.nki.typing",
+    "neuronxcc.nki.compiler": "torchneuron.nki.legacy.compiler",
+    "nki": "torchneuron.nki.current",
+    "nki.language": "torchneuron.nki.current.language",
+    "nki.isa": "torchneuron.nki.current.isa",
+    "nki.typing": "torchneuron.nki.typing",
+}
+
+
+class _AliasLoader(importlib.abc.Loader):
+    def __init__(self, fullname: str) -> None:
+        self.fullname = fullname
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        target = ALIASES[self.fullname]
+        if not target:
+            module = types.ModuleType(self.fullname, "torchneuron's stand-in for the neuronxcc package (NKI only)")
+            module.__path__ = []  # type: ignore[attr-defined]
+            return module
+        return importlib.import_module(target)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        """The target module is already initialised; aliasing must not run it a second time."""
+
+
+class AliasFinder(importlib.abc.MetaPathFinder):
+    def __init__(self) -> None:
+        self._real: dict[str, bool] = {}
+
+    def _real_package_exists(self, top: str) -> bool:
+        if top not in self._real:
+            found = False
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                try:
+                    found = finder.find_spec(top, None) is not None
+                except (ImportError, ValueError):
+                    found = False
+                if found:
+                    break
+            self._real[top] = found
+        return self._real[top]
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in ALIASES:
+            return None
+        top = fullname.split(".")[0]
+        ours = isinstance(sys.modules.get(top), types.ModuleType) and getattr(sys.modules[top], "__torchneuron_alias__", False)
+        if not ours and self._real_package_exists(top):
+            return None
+        is_package = fullname in ("neuronxcc", "neuronxcc.nki", "nki")
+        spec = importlib.util.spec_from_loader(fullname, _AliasLoader(fullname), is_package=is_package)
+        return spec
+
+
+_finder: AliasFinder | None = None
+
+
+def install_import_aliases() -> list[str]:
+    """Make `neuronxcc.nki` and `nki` importable as torchneuron's simulator front ends when those packages
+    are not installed. Returns the top-level names that are now aliased (a real package is never shadowed)."""
+    global _finder
+    if _finder is None:
+        _finder = AliasFinder()
+    if _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
+    aliased = [top for top in ("neuronxcc", "nki") if not _finder._real_package_exists(top)]
+    for name in ("torchneuron.nki.legacy", "torchneuron.nki.current"):
+        setattr(importlib.import_module(name), "__torchneuron_alias__", True)
+    return aliased
+
+
+def uninstall_import_aliases() -> None:
+    """Remove the finder and forget the aliased modules (the real packages become visible again)."""
+    global _finder
+    if _finder is not None and _finder in sys.meta_path:
+        sys.meta_path.remove(_finder)
+    for name in list(sys.modules):
+        if name in ALIASES and (not ALIASES[name] or sys.modules[name] is sys.modules.get(ALIASES[name])):
+            del sys.modules[name]
+    _finder = None
+
+
+def install_from_env() -> bool:
+    """Honour TORCHNEURON_NKI_ALIASES=1."""
+    if _env.flag(_env.NKI_ALIASES):
+        install_import_aliases()
+        return True
+    return False

@@ -1,0 +1,153 @@
+"""Legacy affine index expressions (`nl.arange`, `nl.mgrid`), the masks built from them, and `nl.ds`.
+
+An affine expression is kept as the integer NumPy array it denotes, so `t[i*128 + i_p, 2*i_f + 1]` is one
+vectorised gather and `mask=(i*128 + i_p < n)` one boolean array. Python control flow on these values is
+what the compiler rejects, so it raises the documented error instead of guessing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ERR_ARANGE_CONTROL_FLOW, fail
+
+
+def _values(x: Any) -> Any:
+    return x.values if isinstance(x, (IndexArray, Mask)) else x
+
+
+class IndexArray:
+    """An integer index expression over `nl.arange` / `nl.mgrid` / `program_id` values."""
+
+    __array_priority__ = 100  # numpy scalars defer to our operators
+
+    def __init__(self, values: np.ndarray, raw_arange: bool = False) -> None:
+        self.values = np.asarray(values, dtype=np.int64)
+        # A bare `nl.arange(n)` is 1-D: the compiler needs it shaped ([:, None] / [None, :]) to index.
+        self.raw_arange = raw_arange
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.values.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.values.ndim
+
+    def __getitem__(self, key: Any) -> IndexArray:
+        return IndexArray(self.values[key])
+
+    def _binary(self, other: Any, fn: Any) -> IndexArray:
+        return IndexArray(fn(self.values, _values(other)))
+
+    def __add__(self, o: Any) -> IndexArray: return self._binary(o, np.add)
+    def __radd__(self, o: Any) -> IndexArray: return self._binary(o, lambda a, b: b + a)
+    def __sub__(self, o: Any) -> IndexArray: return self._binary(o, np.subtract)
+    def __rsub__(self, o: Any) -> IndexArray: return self._binary(o, lambda a, b: b - a)
+    def __mul__(self, o: Any) -> IndexArray: return self._binary(o, np.multiply)
+    def __rmul__(self, o: Any) -> IndexArray: return self._binary(o, lambda a, b: b * a)
+    def __floordiv__(self, o: Any) -> IndexArray: return self._binary(o, np.floor_divide)
+    def __mod__(self, o: Any) -> IndexArray: return self._binary(o, np.mod)
+    def __neg__(self) -> IndexArray: return IndexArray(-self.values)
+    def __lshift__(self, o: Any) -> IndexArray: return self._binary(o, np.left_shift)
+    def __rshift__(self, o: Any) -> IndexArray: return self._binary(o, np.right_shift)
+
+    def _compare(self, other: Any, fn: Any) -> Mask:
+        return Mask(fn(self.values, _values(other)))
+
+    def __lt__(self, o: Any) -> Mask: return self._compare(o, np.less)
+    def __le__(self, o: Any) -> Mask: return self._compare(o, np.less_equal)
+    def __gt__(self, o: Any) -> Mask: return self._compare(o, np.greater)
+    def __ge__(self, o: Any) -> Mask: return self._compare(o, np.greater_equal)
+    def __eq__(self, o: Any) -> Mask: return self._compare(o, np.equal)  # type: ignore[override]
+    def __ne__(self, o: Any) -> Mask: return self._compare(o, np.not_equal)  # type: ignore[override]
+    __hash__ = None  # type: ignore[assignment]
+
+    def __bool__(self) -> bool:
+        raise fail(ERR_ARANGE_CONTROL_FLOW, "a Python `if`/`while`/`and` depends on an nl.arange expression.",
+                   "express the condition as a mask= predicate (combine comparisons with `&`).")
+
+    def __repr__(self) -> str:
+        return f"IndexArray(shape={self.shape})"
+
+
+class Mask:
+    """A compile-time predicate: comparisons of index expressions combined with `&`, `|`, `~`."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = np.asarray(values, dtype=np.bool_)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.values.shape
+
+    def __and__(self, o: Any) -> Mask: return Mask(self.values & _values(o))
+    __rand__ = __and__
+    def __or__(self, o: Any) -> Mask: return Mask(self.values | _values(o))
+    __ror__ = __or__
+    def __invert__(self) -> Mask: return Mask(~self.values)
+
+    def __bool__(self) -> bool:
+        raise fail(ERR_ARANGE_CONTROL_FLOW, "a Python condition depends on an nl.arange comparison.",
+                   "pass the comparison as mask= to the nl/nisa call instead of branching on it.")
+
+
+def arange(*args: int) -> IndexArray:
+    return IndexArray(np.arange(*args), raw_arange=True)
+
+
+class MGridResult(tuple):
+    """`nl.mgrid[0:128, 0:512]`: unpacks to open-grid index arrays; `.p` is the partition index,
+    `.x` the first free index (then `.y`, `.z`)."""
+
+    def __getattr__(self, name: str) -> IndexArray:
+        order = {"p": 0, "x": 1, "y": 2, "z": 3}
+        if name in order and order[name] < len(self):
+            return self[order[name]]
+        raise AttributeError(name)
+
+
+class _MGrid:
+    def __getitem__(self, key: Any) -> MGridResult:
+        key = key if isinstance(key, tuple) else (key,)
+        grids = np.ogrid[key] if len(key) > 1 else [np.ogrid[key[0]]]
+        return MGridResult(IndexArray(g) for g in grids)
+
+
+mgrid = _MGrid()
+
+
+def ds(start: Any, size: int) -> slice:
+    """`nl.ds(start, size)` == `start:start+size`; a register start is read now (the run is eager)."""
+    start = int(start)
+    return slice(start, start + int(size))
+
+
+class par_dim:
+    """`nl.par_dim(n)` marks the partition dimension in a legacy shape; dims before it are block dims."""
+
+    def __init__(self, size: int) -> None:
+        self.size = int(size)
+
+    def __int__(self) -> int:
+        return self.size
+
+    def __index__(self) -> int:
+        return self.size
+
+    def __repr__(self) -> str:
+        return f"par_dim({self.size})"
+
+
+def split_shape(shape: Any) -> tuple[tuple[int, ...], int]:
+    """A shape that may contain `par_dim`, as (plain shape, partition axis)."""
+    if isinstance(shape, (int, np.integer, par_dim)):
+        shape = (shape,)
+    plain, axis = [], 0
+    for i, s in enumerate(shape):
+        if isinstance(s, par_dim):
+            axis = i
+        plain.append(int(s))
+    return tuple(plain), axis

@@ -1,0 +1,169 @@
+"""Cycle estimates per instruction and a dataflow schedule over the five engines (reference §3).
+
+Each instruction costs what the documented cost model says ("Estimated instruction cost" in the ISA docs and
+the architecture guides) at the target's engine clock. Engines run in parallel; an instruction starts when its
+engine is free and the data it reads has been produced (read-after-write on whole allocations; the compiler's
+multi-buffering is assumed to remove write-after-read stalls). DMA is 16 queues at the per-engine bandwidth,
+each transfer with a fixed completion latency. The estimate is a model, not a measurement: `neuron-profile`
+on a Trn host is the ground truth.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .hardware import Target
+
+ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
+MIN_II = 64                 # minimum initiation interval, engine cycles
+SBUF_ACCESS_CYCLES = 60     # start latency of an SBUF/PSUM access
+GPSIMD_START_CYCLES = 150
+MM_INIT_LATENCY = 64
+DMA_LATENCY_NS = 1300.0     # DMA cross-engine latency
+DMA_MIN_CHUNK_BYTES = 512   # shorter contiguous runs still occupy a full descriptor slot
+
+
+@dataclass
+class CostReport:
+    """What a kernel launch would cost on the target, by the documented cost model."""
+
+    target: str
+    latency_ns: float
+    engine_busy_ns: dict[str, float]
+    instructions: dict[str, int]
+    bound: str                  # the busiest engine
+    bound_kind: str             # "compute" or "dma"
+    flops: float
+    dma_bytes: float
+    peak_sbuf_bytes_per_partition: int = 0
+    peak_psum_bytes_per_partition: int = 0
+    per_core_latency_ns: list[float] = field(default_factory=list)
+
+    @property
+    def latency_us(self) -> float:
+        return self.latency_ns / 1000.0
+
+    def utilisation(self) -> dict[str, float]:
+        return {e: (b / self.latency_ns if self.latency_ns else 0.0) for e, b in self.engine_busy_ns.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["latency_us"] = self.latency_us
+        return d
+
+    def __str__(self) -> str:
+        busy = ", ".join(f"{e} {b / 1000:.2f} us" for e, b in self.engine_busy_ns.items() if b)
+        return (f"estimated {self.latency_us:.2f} us on {self.target} ({self.bound_kind}-bound on {self.bound}; "
+                f"busy: {busy})")
+
+    def json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+class CostModel:
+    """Schedules the instructions of the kernel instances that run on one physical NeuronCore."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.engine_free = {e: 0.0 for e in ENGINES if e != "dma"}
+        self.dma_free = [0.0] * target.dma_engines
+        self.ready: dict[int, float] = {}   # storage uid -> time its last write completes
+        self.busy = {e: 0.0 for e in ENGINES}
+        self.counts: Counter[str] = Counter()
+        self.end = 0.0
+        self.flops = 0.0
+        self.dma_bytes = 0.0
+
+    def _clock(self, engine: str) -> float:
+        t = self.target
+        return {"tensor": t.tensor_ghz, "vector": t.vector_ghz, "scalar": t.scalar_ghz, "gpsimd": t.gpsimd_ghz}[engine]
+
+    def _deps(self, reads: Any) -> float:
+        return max((self.ready.get(s.uid, 0.0) for s in reads), default=0.0)
+
+    def _finish(self, writes: Any, done: float) -> None:
+        for s in writes:
+            self.ready[s.uid] = max(self.ready.get(s.uid, 0.0), done)
+        self.end = max(self.end, done)
+
+    def compute(self, engine: str, cycles: float, reads: Any = (), writes: Any = (), latency_cycles: float = 0.0,
+                flops: float = 0.0) -> None:
+        ns = cycles / self._clock(engine)
+        start = max(self.engine_free[engine], self._deps(reads))
+        self.engine_free[engine] = start + ns
+        self.busy[engine] += ns
+        self.counts[engine] += 1
+        self.flops += flops
+        self._finish(writes, start + ns + latency_cycles / self._clock(engine))
+
+    def dma(self, nbytes: float, chunks: int, reads: Any = (), writes: Any = ()) -> None:
+        chunk = nbytes / max(chunks, 1)
+        effective = max(chunk, DMA_MIN_CHUNK_BYTES) * max(chunks, 1)
+        ns = effective / self.target.dma_bytes_per_ns_per_engine
+        queue = min(range(len(self.dma_free)), key=self.dma_free.__getitem__)
+        start = max(self.dma_free[queue], self._deps(reads))
+        self.dma_free[queue] = start + ns
+        self.busy["dma"] += ns / len(self.dma_free)  # wall-equivalent: all queues move data at once
+        self.counts["dma"] += 1
+        self.dma_bytes += nbytes
+        self._finish(writes, start + ns + DMA_LATENCY_NS)
+
+    def sync(self, reads: Any = (), writes: Any = ()) -> None:
+        """A zero-cost data move (e.g. assigning an instruction's result into a tile): carry readiness."""
+        self._finish(writes, self._deps(reads))
+
+
+# --- documented per-instruction costs, in engine cycles ---
+
+def matmul_cycles(m_stationary: int, n_moving: int, fp32: bool) -> float:
+    cycles = max(min(64, m_stationary), n_moving)
+    return float(cycles * (4 if fp32 else 1))
+
+
+def pe_transpose_cycles(partitions: int, free: int) -> float:
+    return float(max(partitions, min(64, free)))
+
+
+def vector_cycles(target: Target, n: int, inputs: int = 1, fast_16bit: bool = False, kind: str = "") -> float:
+    """Vector engine: `max(MIN_II, N)` for one input, `2N` for two; NC-v3+ lanes process 2 (4 for
+    16-bit) elements per cycle for copy / tensor_scalar / tensor_tensor."""
+    per_lane = 1.0
+    if target.generation >= 3 and kind in ("copy", "tensor_scalar", "tensor_tensor"):
+        rate = target.vector_elems_per_cycle_16bit if fast_16bit else target.vector_elems_per_cycle
+        per_lane = rate / 128
+    return max(MIN_II, math.ceil(inputs * n / per_lane))
+
+
+def scalar_cycles(n: int, reduce: bool = False) -> float:
+    return float(max(MIN_II, n) + (MIN_II if reduce else 0))
+
+
+def gpsimd_cycles(n: int) -> float:
+    return float(GPSIMD_START_CYCLES + n)
+
+
+def report(models: list[CostModel], target: Target, peak_sbuf: int = 0, peak_psum: int = 0) -> CostReport:
+    busy = {e: max((m.busy[e] for m in models), default=0.0) for e in ENGINES}
+    counts: Counter[str] = Counter()
+    for m in models:
+        counts.update(m.counts)
+    latency = max((m.end for m in models), default=0.0)
+    bound = max(ENGINES, key=lambda e: busy[e])
+    return CostReport(
+        target=target.name, latency_ns=latency, engine_busy_ns=busy,
+        instructions={e: counts.get(e, 0) for e in ENGINES}, bound=bound,
+        bound_kind="dma" if bound == "dma" else "compute",
+        flops=sum(m.flops for m in models), dma_bytes=sum(m.dma_bytes for m in models),
+        peak_sbuf_bytes_per_partition=peak_sbuf, peak_psum_bytes_per_partition=peak_psum,
+        per_core_latency_ns=[m.end for m in models],
+    )
+
+
+def roofline_ns(flops: float, hbm_bytes: float, target: Target, fp32: bool = False) -> float:
+    """Lower bound for one NeuronCore: peak Tensor-engine FLOPs or per-core DMA bandwidth, whichever binds."""
+    peak = (target.tensor_fp32_tflops if fp32 else target.tensor_bf16_tflops) * 1e3  # FLOP per ns
+    return max(flops / peak, hbm_bytes / target.dma_bytes_per_ns)

@@ -1,0 +1,250 @@
+"""`nki.isa` (NKI >= 0.3): one call is one instruction writing `dst` (first argument); no masks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import cost, dtypes
+from ..core import alu, context
+from ..core.tensor import NkiTensor
+from ..enums import (  # noqa: F401
+    activation_engine,
+    dge_mode,
+    dma_engine,
+    engine,
+    gpsimd_engine,
+    matmul_perf_mode,
+    nc_version,
+    oob_mode,
+    reduce_cmd,
+    scalar_engine,
+    tensor_engine,
+    unknown_engine,
+    vector_engine,
+)
+from ..errors import ERR_INVALID_ARG, NkiValidationError, fail  # noqa: F401
+from ..ops import dma as _dma
+from ..ops import elementwise as _ew
+from ..ops import matmul as _mm
+from ..ops import misc as _misc
+from ..ops import reduce as _red
+from ..ops.common import check_on_chip, read, storages, write
+from .registers import register_alloc, register_load, register_move, register_store  # noqa: F401
+
+
+def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, is_stationary_onezero: bool = False,
+              is_moving_onezero: bool = False, is_transpose: bool = False, accumulate: bool | None = None,
+              tile_position: Any = (), tile_size: Any = (), perf_mode: Any = matmul_perf_mode.none,
+              name: str | None = None) -> None:
+    _mm.nc_matmul(dst, stationary, moving, accumulate, is_transpose)
+
+
+def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = engine.unknown, name: str | None = None) -> None:
+    _mm.nc_transpose(dst, data, engine)
+
+
+def activation(dst: NkiTensor, op: Any, data: NkiTensor, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
+               reduce_res: Any = None, reduce_cmd: Any = reduce_cmd.idle, name: str | None = None) -> None:
+    _ew.activation(dst, op, data, bias, scale, reduce_op, reduce_res, reduce_cmd)
+
+
+def activation_reduce(dst: NkiTensor, op: Any, data: NkiTensor, reduce_op: Any, reduce_res: NkiTensor, bias: Any = None,
+                      scale: Any = 1.0, name: str | None = None) -> None:
+    _ew.activation(dst, op, data, bias, scale, reduce_op, reduce_res, None, api="activation_reduce")
+
+
+def tensor_tensor(dst: NkiTensor, data1: Any, data2: Any, op: Any, engine: Any = engine.unknown,
+                  name: str | None = None) -> None:
+    _ew.tensor_tensor(dst, data1, data2, op, engine)
+
+
+def tensor_scalar(dst: NkiTensor, data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None,
+                  operand1: Any = None, reverse1: bool = False, engine: Any = engine.unknown,
+                  name: str | None = None) -> None:
+    _ew.tensor_scalar(dst, data, op0, operand0, reverse0, op1, operand1, reverse1, engine)
+
+
+def scalar_tensor_tensor(dst: NkiTensor, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
+                         reverse0: bool = False, reverse1: bool = False, name: str | None = None) -> None:
+    _ew.scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0, reverse1)
+
+
+def tensor_reduce(dst: NkiTensor, op: Any, data: NkiTensor, axis: Any, negate: bool = False, keepdims: bool = False,
+                  name: str | None = None) -> None:
+    _red.tensor_reduce(dst, op, data, axis, negate, keepdims)
+
+
+def tensor_partition_reduce(dst: NkiTensor, op: Any, data: NkiTensor, name: str | None = None) -> None:
+    _red.tensor_partition_reduce(dst, op, data)
+
+
+def tensor_scalar_reduce(dst: NkiTensor, data: NkiTensor, op0: Any, operand0: Any, reduce_op: Any,
+                         reduce_res: Any = None, reverse0: bool = False, reduce_cmd: Any = reduce_cmd.reset_reduce,
+                         reduce_init: Any = None, reduce_res_negate: bool = False, name: str | None = None) -> None:
+    """tensor_scalar, plus the free-dim reduction of its result into `reduce_res` (P, 1)."""
+    _ew.tensor_scalar(dst, data, op0, operand0, reverse0, api="tensor_scalar_reduce")
+    if reduce_res is not None:
+        vals = read(dst).reshape(dst.partitions, -1)
+        red = alu.reduce(alu.op_name(reduce_op), vals, (1,), True)
+        if reduce_init is not None:
+            red = alu.binary(alu.op_name(reduce_op), red, read(reduce_init) if isinstance(reduce_init, NkiTensor)
+                             else np.float32(reduce_init))
+        write(reduce_res, (-red if reduce_res_negate else red).reshape(reduce_res.shape), None, "tensor_scalar_reduce")
+
+
+def tensor_scalar_cumulative(dst: NkiTensor, src: NkiTensor, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
+                             reduce_cmd: Any = reduce_cmd.reset_reduce, name: str | None = None) -> None:
+    """res[:, i] = op1(res[:, i-1], src[:, i] op0 imm0): a running reduction along the free dim."""
+    x = alu.binary(alu.op_name(op0), read(src), np.float32(imm0) if not isinstance(imm0, NkiTensor) else read(imm0))
+    x = x.reshape(src.partitions, -1)
+    name1 = alu.op_name(op1)
+    ufunc = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum}.get(name1)
+    if ufunc is None:
+        raise fail(ERR_INVALID_ARG, f"tensor_scalar_cumulative cannot accumulate with {name1}.",
+                   "use add, multiply, maximum or minimum as op1.")
+    out = ufunc.accumulate(x, axis=1)
+    if imm1 is not None:
+        out = ufunc(out, np.float32(imm1))
+    write(dst, out.reshape(dst.shape), None, "tensor_scalar_cumulative")
+    context.current().cost.compute("vector", max(cost.MIN_II, 2 * dst.free_size), storages(src), [dst.storage])
+
+
+def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
+                       reverse0: bool = False, reverse1: bool = False, name: str | None = None) -> None:
+    _misc.tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0, reverse1)
+
+
+def tensor_copy(dst: NkiTensor, src: NkiTensor, engine: Any = engine.unknown, name: str | None = None) -> None:
+    _ew.tensor_copy(dst, src, engine)
+
+
+def tensor_copy_predicated(dst: NkiTensor, src: Any, predicate: Any, reverse_pred: bool = False,
+                           name: str | None = None) -> None:
+    _misc.tensor_copy_predicated(dst, src, predicate, reverse_pred)
+
+
+def memset(dst: NkiTensor, value: Any, engine: Any = engine.unknown, name: str | None = None) -> None:
+    if dtypes.is_int(dst.dtype) and isinstance(value, float) and not float(value).is_integer():
+        raise fail(ERR_INVALID_ARG, f"memset value {value} does not match integer dst `{dst.name}`.",
+                   "pass a value of the destination's type.")
+    _ew.memset(dst, value, engine)
+
+
+def iota(dst: NkiTensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0, name: str | None = None) -> None:
+    _misc.iota(dst, pattern, offset, channel_multiplier)
+
+
+def affine_select(dst: NkiTensor, pattern: Any, channel_multiplier: int, on_true_tile: Any, on_false_value: Any,
+                  cmp_op: Any = "equal", offset: int = 0, name: str | None = None) -> None:
+    _misc.affine_select_pattern(dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op, offset)
+
+
+def range_select(dst: NkiTensor, on_true_tile: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,
+                 reduce_cmd: Any = reduce_cmd.reset_reduce, reduce_res: Any = None, reduce_op: Any = "maximum",
+                 range_start: int = 0, on_false_value: float = float(np.finfo(np.float32).min),
+                 name: str | None = None) -> None:
+    _misc.range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_res, reduce_op, range_start,
+                       on_false_value)
+
+
+def select_reduce(dst: NkiTensor, predicate: Any, on_true: Any, on_false: Any, reduce_res: Any = None,
+                  reduce_cmd: Any = reduce_cmd.idle, reduce_op: Any = "maximum", reverse_pred: bool = False,
+                  name: str | None = None) -> None:
+    _misc.select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_op, reverse_pred)
+
+
+def bn_stats(dst: NkiTensor, data: NkiTensor, name: str | None = None) -> None:
+    _red.bn_stats(dst, data)
+
+
+def bn_aggr(dst: NkiTensor, data: NkiTensor, name: str | None = None) -> None:
+    _red.bn_aggr(dst, data)
+
+
+def reciprocal(dst: NkiTensor, data: NkiTensor, name: str | None = None) -> None:
+    _ew.tensor_scalar(dst, data, "reciprocal", 0.0, api="reciprocal")
+
+
+def exponential(dst: NkiTensor, src: NkiTensor, max_value: Any = 0.0, reduce_res: Any = None,
+                reduce_cmd: Any = reduce_cmd.idle, reduce_init: Any = 0.0, name: str | None = None) -> None:
+    """exp(src - max_value) with an optional sum (a Vector-engine instruction of NeuronCore-v4)."""
+    run = context.current()
+    if run.target.generation < 4:
+        raise fail(ERR_INVALID_ARG, f"nisa.exponential needs NeuronCore-v4 (trn3); the target is {run.target.name}.",
+                   "use nisa.activation(op=nl.exp, bias=-max) or set NEURON_PLATFORM_TARGET_OVERRIDE=trn3.")
+    check_on_chip(src, "exponential", "src")
+    m = read(max_value).reshape((src.partitions,) + (1,) * (src.ndim - 1)) if isinstance(max_value, NkiTensor) \
+        else np.float32(max_value)
+    out = np.exp(read(src) - m)
+    write(dst, out, None, "exponential")
+    if reduce_res is not None:
+        init = read(reduce_init).reshape(-1, 1) if isinstance(reduce_init, NkiTensor) else np.float32(reduce_init)
+        write(reduce_res, (out.reshape(out.shape[0], -1).sum(axis=1, keepdims=True) + init).reshape(reduce_res.shape),
+              None, "exponential")
+    run.cost.compute("vector", max(cost.MIN_II, src.free_size), storages(src), storages(dst, reduce_res))
+
+
+def dropout(dst: NkiTensor, data: NkiTensor, prob: Any, name: str | None = None) -> None:
+    _misc.dropout(dst, data, prob)
+
+
+def rng(dst: NkiTensor, engine: Any = engine.vector, name: str | None = None) -> None:
+    _misc.rng_bits(dst)
+
+
+def rand2(dst: NkiTensor, min: Any, max: Any, name: str | None = None) -> None:  # noqa: A002
+    _misc.rand(dst, float(min), float(max))
+
+
+def set_rng_seed(src_seeds: Any, name: str | None = None) -> None:
+    _misc.rng_state().seed(read(src_seeds).astype(np.int64) if isinstance(src_seeds, NkiTensor) else src_seeds)
+
+
+def max8(dst: NkiTensor, src: NkiTensor, name: str | None = None) -> None:
+    _misc.max8(dst, src)
+
+
+def nc_find_index8(dst: NkiTensor, data: NkiTensor, vals: NkiTensor, name: str | None = None) -> None:
+    _misc.nc_find_index8(dst, data, vals)
+
+
+def nc_match_replace8(dst: NkiTensor, data: NkiTensor, vals: NkiTensor, imm: Any, dst_idx: Any = None,
+                      name: str | None = None) -> None:
+    _misc.nc_match_replace8(dst, data, vals, imm, dst_idx)
+
+
+def topk(val_dst: NkiTensor, idx_dst: NkiTensor, src: NkiTensor, n: int, name: str | None = None) -> None:
+    """The n largest values per partition (descending) and their free-dim indices."""
+    x = read(src).reshape(src.partitions, -1)
+    order = np.argsort(-x, axis=1, kind="stable")[:, : int(n)]
+    write(val_dst, np.take_along_axis(x, order, axis=1).reshape(val_dst.shape), None, "topk")
+    write(idx_dst, order.reshape(idx_dst.shape), None, "topk")
+    context.current().cost.compute("vector", max(cost.MIN_II, src.free_size * -(-int(n) // 8)), storages(src),
+                                   storages(val_dst, idx_dst))
+
+
+def nc_stream_shuffle(dst: NkiTensor, src: NkiTensor, shuffle_mask: Any, name: str | None = None) -> None:
+    _misc.nc_stream_shuffle(dst, src, shuffle_mask)
+
+
+def dma_copy(dst: NkiTensor, src: NkiTensor, priority: Any = None, oob_mode: Any = oob_mode.error,
+             dge_mode: Any = dge_mode.unknown, engine: Any = engine.unknown, name: str | None = None) -> None:
+    _dma.dma_copy(dst, src, None, oob_mode)
+
+
+def dma_transpose(dst: NkiTensor, src: NkiTensor, axes: Any = None, priority: Any = None, dge_mode: Any = dge_mode.unknown,
+                  oob_mode: Any = oob_mode.error, name: str | None = None) -> None:
+    if context.current().target.generation < 3:
+        raise fail(ERR_INVALID_ARG, "nisa.dma_transpose needs NeuronCore-v3 or later; the target is trn1.",
+                   "transpose on the Tensor engine with nisa.nc_transpose.")
+    _dma.dma_transpose(dst, src, axes)
+
+
+def get_nc_version() -> nc_version:
+    return nc_version(context.current().target.generation)
+
+
+def get_nc_sub_version() -> int:
+    return 0

@@ -1,0 +1,79 @@
+"""`nki.language` (NKI >= 0.3): the shared functions plus buffer predicates, registers-driven loops and
+`NKIObject`. No `arange`/`mgrid`/masks: those were removed in 0.2."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..core.buffers import Buffer as _Buffer
+from ..core.tensor import NkiTensor as _NkiTensor
+from ..lang_common import *  # noqa: F403
+from ..lang_common import __all__ as _common
+from .registers import VirtualRegister
+
+
+def _buf(x: Any) -> _Buffer:
+    return x.buffer if isinstance(x, _NkiTensor) else x
+
+
+def is_psum(buffer: Any) -> bool:
+    return _buf(buffer).name == "psum"
+
+
+def is_sbuf(buffer: Any) -> bool:
+    return _buf(buffer).name == "sbuf"
+
+
+def is_hbm(buffer: Any) -> bool:
+    return _buf(buffer).is_hbm
+
+
+def is_on_chip(buffer: Any) -> bool:
+    return _buf(buffer).on_chip
+
+
+class NKIObject:
+    """Base class for user classes whose instances may be passed around inside kernels."""
+
+
+def dynamic_range(start: Any, stop: Any = None, step: int = 1) -> Iterator[VirtualRegister]:
+    """On-device loop whose bounds may be registers; the induction variable is a frozen register."""
+    lo, hi = (0, int(start)) if stop is None else (int(start), int(stop))
+    for i in range(lo, hi, int(step)):
+        yield VirtualRegister(i, frozen=True)
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any], Any], step: int = 1) -> None:
+    for i in dynamic_range(lower, upper, step):
+        body_fun(i)
+
+
+def while_loop(init: Any, body_fun: Callable[..., Any]) -> None:
+    """Run `body_fun` while the condition register is non-zero; the body returns the next condition."""
+    takes_arg = len(inspect.signature(body_fun).parameters) > 0
+    cond = init
+    while int(cond) != 0:
+        cond = body_fun(cond) if takes_arg else body_fun()
+
+
+@contextmanager
+def no_reorder() -> Iterator[None]:
+    """Instructions keep program order (the simulator never reorders; the cost model honours data order)."""
+    yield
+
+
+def _op_constant(name: str) -> Any:
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"nl.{name} is an operator constant for nisa ops, not a function")
+    fn._nki_op = name  # type: ignore[attr-defined]
+    fn.__name__ = name
+    return fn
+
+
+bypass, average, prelu = _op_constant("bypass"), _op_constant("average"), _op_constant("prelu")
+
+__all__ = [*_common, "is_psum", "is_sbuf", "is_hbm", "is_on_chip", "NKIObject", "dynamic_range", "fori_loop",
+           "while_loop", "no_reorder", "bypass", "average", "prelu", "VirtualRegister"]

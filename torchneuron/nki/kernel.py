@@ -1,0 +1,185 @@
+"""Kernel objects and the ways to run them: `jit` (both API generations), grids (`kernel[g0, g1]`,
+`kernel[lnc]`), `simulate` / `simulate_kernel`, `baremetal`, `benchmark`, `profile`, `estimate`.
+
+Without a Trainium host every path executes on the simulator; `benchmark` and `profile` report the cost
+model's estimate in place of a measurement, and say so in their results.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import cost
+from .core import context
+from .errors import ERR_GRID, ERR_INVALID_ARG, ERR_NESTED_SPMD, fail
+from .runner import GridDim, Launch, launch
+
+
+class nc:
+    """`nl.nc(n)`: a grid dimension spread over n logical NeuronCores (`kernel[nl.nc(2) * 4]`)."""
+
+    def __init__(self, cores: int) -> None:
+        self.cores = int(cores)
+
+    def __mul__(self, n: int) -> spmd_dim:
+        return spmd_dim(int(n) * self.cores, self)
+
+    __rmul__ = __mul__
+
+    def __repr__(self) -> str:
+        return f"nc({self.cores})"
+
+
+class spmd_dim:
+    """`nl.spmd_dim(size, nl.nc(2))`: a grid dimension of `size` programs sharded over cores."""
+
+    def __init__(self, size: Any, cores: nc | None = None) -> None:
+        if isinstance(size, nc):
+            size, cores = size.cores, size
+        self.size = int(size)
+        self.cores = cores.cores if cores else 1
+
+
+def _grid_dims(key: Any, api: str) -> tuple[GridDim, ...]:
+    items = key if isinstance(key, tuple) else (key,)
+    dims = []
+    for k in items:
+        if isinstance(k, nc):
+            dims.append(GridDim(k.cores, k.cores))
+        elif isinstance(k, spmd_dim):
+            if k.cores > 1 and k.size % k.cores:
+                raise fail(ERR_GRID, f"spmd dim of {k.size} programs cannot be split over {k.cores} cores.",
+                           "make the size a multiple of the core count.")
+            dims.append(GridDim(k.size, k.cores))
+        else:
+            n = int(k)
+            if n < 1:
+                raise fail(ERR_GRID, f"grid dimension {n} must be >= 1.", "launch at least one program per dim.")
+            dims.append(GridDim(n))
+    if api == "current":
+        if len(dims) != 1 or dims[0].size not in (1, 2):
+            raise fail(ERR_GRID, f"kernel[{key}]: `nki` kernels launch as kernel[lnc] with lnc 1 or 2.",
+                       "use kernel[1] or kernel[2] (the logical NeuronCore degree); multi-dim SPMD grids are the "
+                       "legacy neuronxcc.nki API.")
+        dims = [GridDim(dims[0].size, dims[0].size)]
+    return tuple(dims)
+
+
+class Kernel:
+    """A function decorated with `jit`: call it (runs on the simulator) or index a grid first."""
+
+    def __init__(self, func: Callable[..., Any], api: str = "legacy", mode: str = "auto",
+                 grid: tuple[GridDim, ...] = (), options: dict[str, Any] | None = None) -> None:
+        if isinstance(func, Kernel):
+            func = func.func
+        self.func = func
+        self.api = api
+        self.mode = mode
+        self.grid = grid
+        self.options = dict(options or {})
+        self.last_launch: Launch | None = None
+        functools.update_wrapper(self, func)
+
+    def __getitem__(self, key: Any) -> Kernel:
+        if self.grid:
+            raise fail(ERR_GRID, "the kernel already has a launch grid.", "index the undecorated kernel once.")
+        return type(self)(self.func, self.api, self.mode, _grid_dims(key, self.api), self.options)
+
+    def run(self, *args: Any, **kwargs: Any) -> Launch:
+        self.last_launch = launch(self.func, args, kwargs, self.grid, self.api)
+        return self.last_launch
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if context.active() is not None:  # a kernel calling a kernel: inline it as a sub-kernel
+            if self.grid:
+                raise fail(ERR_NESTED_SPMD, f"kernel {self.func.__name__} with an SPMD grid is called from inside a "
+                           "kernel.", "call it without a grid; only the outermost kernel has a grid.")
+            return self.func(*args, **kwargs)
+        return self.run(*args, **kwargs).results
+
+    @property
+    def report(self) -> cost.CostReport | None:
+        return self.last_launch.report if self.last_launch else None
+
+    def __repr__(self) -> str:
+        grid = f"[{', '.join(str(d.size) for d in self.grid)}]" if self.grid else ""
+        return f"<nki kernel {self.func.__name__}{grid} ({self.api} API, mode={self.mode})>"
+
+
+def as_kernel(kernel: Any, api: str) -> Kernel:
+    if isinstance(kernel, Kernel):
+        return kernel
+    if callable(kernel):
+        return Kernel(kernel, api)
+    raise fail(ERR_INVALID_ARG, f"{kernel!r} is not a kernel.", "pass a function decorated with @nki.jit.")
+
+
+def estimate(kernel: Any, *args: Any, **kwargs: Any) -> cost.CostReport:
+    """Run `kernel(*args)` on the simulator and return the cost model's report for the launch."""
+    k = as_kernel(kernel, getattr(kernel, "api", "current"))
+    return k.run(*args, **kwargs).report
+
+
+# ---- benchmark / profile results (shaped like neuronxcc.nki's) ----
+
+@dataclass
+class LatencyStats:
+    """Latency percentiles in microseconds. The cost model is deterministic, so every percentile is the
+    estimate; `estimated` says these numbers are modelled, not measured."""
+
+    latency_us: float
+    estimated: bool = True
+
+    def get_latency_percentile(self, percentile: int) -> float:
+        if not 0 <= int(percentile) <= 100:
+            raise fail(ERR_INVALID_ARG, f"percentile {percentile} outside [0, 100].", "use e.g. 50 or 99.")
+        return self.latency_us
+
+
+@dataclass
+class BenchmarkResult:
+    nc_latency: LatencyStats
+    report: cost.CostReport
+
+
+class BenchmarkKernel(Kernel):
+    """`nki.benchmark(...)(kernel)`: runs like baremetal and keeps `benchmark_result`."""
+
+    benchmark_result: BenchmarkResult | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = super().__call__(*args, **kwargs)
+        if self.last_launch is not None:
+            r = self.last_launch.report
+            self.benchmark_result = BenchmarkResult(LatencyStats(r.latency_us), r)
+        return out
+
+
+class ProfileKernel(Kernel):
+    """`nki.profile(working_directory=...)(kernel)`: runs and writes the cost report as JSON there."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        out = super().__call__(*args, **kwargs)
+        wd = self.options.get("working_directory") or os.getcwd()
+        os.makedirs(wd, exist_ok=True)
+        name = os.path.splitext(self.options.get("save_trace_name") or "profile.ntff")[0] + ".json"
+        path = os.path.join(wd, name)
+        if os.path.exists(path) and not self.options.get("overwrite", True):
+            raise fail(ERR_INVALID_ARG, f"{path} exists.", "pass overwrite=True or another save_trace_name.")
+        assert self.last_launch is not None
+        with open(path, "w") as f:
+            json.dump({"kernel": self.func.__name__, "estimated": True, **self.last_launch.report.to_dict()}, f, indent=2)
+        self.profile_path = path
+        return out
+
+
+def decorator(cls: type[Kernel], api: str, mode: str, func: Callable[..., Any] | None,
+              options: dict[str, Any]) -> Any:
+    if func is None:
+        return lambda f: cls(f, api, mode, options=options)
+    return cls(func, api, mode, options=options)

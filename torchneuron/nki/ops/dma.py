@@ -1,0 +1,148 @@
+"""DMA: HBM <-> SBUF copies (`nl.load` / `nl.store` / `nisa.dma_copy`), DMA transposes, constants.
+
+A DMA moves elements between any two views with the same element count, converting dtype through fp32.
+Its cost is the bytes moved at the target's per-queue bandwidth, with short contiguous runs charged as a
+whole descriptor (reference §3: DMA is efficient only for long runs per partition).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..core import alu, context
+from ..core.buffers import HBM, PSUM, SBUF, SHARED_HBM, Storage
+from ..core.tensor import NkiTensor
+from ..errors import ERR_HBM_INIT, ERR_MEMORY, ERR_SHAPE, ERR_STORE_SHAPE, fail
+from .common import allocate, check_partitions, mask_for, write
+
+
+def _chunks(t: NkiTensor) -> int:
+    """Contiguous runs a DMA of this view is cut into (one per row of the innermost contiguous dim)."""
+    if not t.shape or t.size == 0:
+        return 1
+    if t.index is not None:
+        rows = t.index.reshape(-1, t.shape[-1])
+        return int(rows.shape[0] + np.count_nonzero(np.diff(rows, axis=1) != 1))
+    inner = 1
+    for n, s in zip(reversed(t.shape), reversed(t.strides or ())):
+        if s != inner and n > 1:
+            break
+        inner *= n
+    return max(t.size // max(inner, 1), 1)
+
+
+def record_dma(src: NkiTensor, dst: NkiTensor) -> None:
+    nbytes = dst.size * dtypes.itemsize(dst.dtype)
+    context.current().cost.dma(nbytes, max(_chunks(src), _chunks(dst)), [src.storage], [dst.storage])
+
+
+def _transfer(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None, api: str, oob_skip: bool = False,
+              rmw_op: Any = None) -> None:
+    if src.size != dst.size:
+        raise fail(ERR_SHAPE, f"'{api}' copies {src.size} elements of `{src.name}` {src.shape} into {dst.size} "
+                   f"elements of `{dst.name}` {dst.shape}.", "make the element counts equal.")
+    smask = mask_for(mask, src.shape)
+    dmask = mask_for(mask, dst.shape)
+    if oob_skip:
+        ok = np.ones(src.shape, dtype=np.bool_)
+        for view, m in ((src, smask), (dst, dmask)):
+            for _, idx, size in view.pending:
+                ok &= np.broadcast_to((idx >= 0) & (idx < size), src.shape) if idx.shape == src.shape else True
+        smask = ok if smask is None else (ok & smask)
+        dmask = smask if src.shape == dst.shape else dmask
+    values = src.read(smask)
+    if src.shape != dst.shape:
+        values = values.reshape(dst.shape)
+    if values.dtype != dtypes.storage_dtype(dst.dtype):
+        values = dtypes.cast(dtypes.to_compute(values), dst.dtype)
+    if rmw_op is not None:
+        current = dtypes.to_compute(dst.read(dmask))
+        values = dtypes.cast(alu.binary(alu.op_name(rmw_op), current, dtypes.to_compute(values)), dst.dtype)
+    dst.write(values, dmask)
+    record_dma(src, dst)
+
+
+def dma_copy(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None = None, oob_mode: Any = None,
+             dst_rmw_op: Any = None, api: str = "dma_copy") -> None:
+    run = context.current()
+    if src.buffer == PSUM and run.api == "current":
+        raise fail(ERR_MEMORY, f"'{api}' cannot read PSUM (`{src.name}`).", "copy the PSUM tile to SBUF with "
+                   "nisa.tensor_copy first.")
+    for t, arg in ((src, "src"), (dst, "dst")):
+        if t.buffer.on_chip and t.partitions > run.target.pmax:  # DMA has no start-partition rule
+            check_partitions(t, api, arg)
+    skip = str(getattr(oob_mode, "name", oob_mode)) == "skip"
+    _transfer(dst, src, mask, api, oob_skip=skip, rmw_op=dst_rmw_op)
+
+
+def load(src: NkiTensor, dtype: Any = None, mask: np.ndarray | None = None, api: str = "load") -> NkiTensor:
+    if not isinstance(src, NkiTensor) or not src.buffer.is_hbm:
+        got = src.buffer.name if isinstance(src, NkiTensor) else type(src).__name__
+        raise fail(ERR_MEMORY, f"Expected operand 'src' of '{api}' to be in address space 'hbm', but got a tile in "
+                   f"'{got}'.", "nl.load reads HBM tensors; use nl.copy / nisa.tensor_copy for on-chip tiles.")
+    shape = src.shape if len(src.shape) >= 2 else (1,) * (2 - len(src.shape)) + src.shape
+    dst = allocate(shape, dtype if dtype is not None else src.dtype, SBUF)
+    _transfer(dst, src, mask, api)
+    return dst
+
+
+def store(dst: NkiTensor, value: Any, mask: np.ndarray | None = None, api: str = "store") -> None:
+    if not isinstance(dst, NkiTensor) or not dst.buffer.is_hbm:
+        got = dst.buffer.name if isinstance(dst, NkiTensor) else type(dst).__name__
+        raise fail(ERR_MEMORY, f"Expected operand 'dst' of '{api}' to be in address space 'hbm', but got a tile in "
+                   f"'{got}'.", "nl.store writes HBM tensors; write on-chip tiles by assignment or nisa ops.")
+    if not isinstance(value, NkiTensor):
+        tile = allocate(dst.shape, dst.dtype, SBUF)
+        write(tile, np.float32(value), None, api)
+        value = tile
+    if value.buffer.is_hbm:
+        raise fail(ERR_MEMORY, f"Expected operand 'value' of '{api}' to be in address space 'sbuf', but got a tile in "
+                   f"'{value.buffer.name}'.", "load the data into SBUF first.")
+    if value.shape != dst.shape:
+        if value.size > dst.size or np.broadcast_shapes(value.shape, dst.shape) != dst.shape:
+            raise fail(ERR_STORE_SHAPE, f"store destination `{dst.name}` {dst.shape} is smaller than the value "
+                       f"{value.shape}.", "store into a destination of the value's shape (slice the value or "
+                       "widen the destination).")
+        if value.size != dst.size:
+            from ..core import views
+            value = views.broadcast_to(value, dst.shape)
+    _transfer(dst, value, mask, api)
+
+
+def load_transpose2d(src: NkiTensor, dtype: Any = None, mask: np.ndarray | None = None) -> NkiTensor:
+    if not src.buffer.is_hbm or src.ndim != 2:
+        raise fail(ERR_MEMORY, f"load_transpose2d reads a 2-D HBM tensor, got `{src.name}` {src.shape} in "
+                   f"'{src.buffer.name}'.", "pass a 2-D HBM view.")
+    from ..core import views
+    dst = allocate((src.shape[1], src.shape[0]), dtype if dtype is not None else src.dtype, SBUF)
+    _transfer(dst, views.permute(src, 1, 0), None, "load_transpose2d")
+    return dst
+
+
+def dma_transpose(dst: NkiTensor, src: NkiTensor, axes: Any = None, api: str = "dma_transpose") -> None:
+    from ..core import views
+    if dtypes.itemsize(src.dtype) not in (2, 4):
+        raise fail(ERR_MEMORY, f"'{api}' supports 2- and 4-byte dtypes, got {dtypes.name(src.dtype)}.",
+                   "transpose on the Tensor engine (nisa.nc_transpose) instead.")
+    order = tuple(axes) if axes is not None else tuple(reversed(range(src.ndim)))
+    _transfer(dst, views.permute(src, *order), None, api)
+
+
+def shared_constant(constant: Any, dtype: Any = None) -> NkiTensor:
+    arr = np.asarray(constant)
+    dt = dtypes.as_dtype(dtype if dtype is not None else (arr.dtype if arr.dtype != np.float64 else np.float32))
+    st = Storage(arr.shape, dt, SHARED_HBM, data=dtypes.cast(arr.astype(np.float32) if arr.dtype.kind == "f" else arr,
+                                                             dt).reshape(-1).copy())
+    return NkiTensor.whole(st)
+
+
+def hbm_array(shape: Any, dtype: Any, buffer: Any = HBM, name: str = "", init: Any = None) -> NkiTensor:
+    if init is not None:
+        raise fail(ERR_HBM_INIT, f"HBM tensor {name!r} allocated with an initial value.",
+                   "allocate it uninitialised and nl.store the values, or pass the data as a kernel input.")
+    return allocate(shape, dtype, buffer, name)
+
+

@@ -1,0 +1,285 @@
+"""Element-wise instructions: tensor_tensor, tensor_scalar, scalar_tensor_tensor, activation, tensor_copy,
+memset, and the `nl` element-wise functions / legacy tile operators built on them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import cost, dtypes
+from ..core import context
+from ..core import alu
+from ..core.buffers import PSUM, SBUF
+from ..core.tensor import NkiTensor
+from ..errors import (
+    ERR_ACT_BIAS_TYPE,
+    ERR_ACT_SCALE_SHAPE,
+    ERR_ACT_SCALE_TYPE,
+    ERR_INVALID_ARG,
+    ERR_MEMORY,
+    ERR_PARTITIONS,
+    fail,
+)
+from .common import (
+    allocate,
+    broadcast_shape,
+    check_on_chip,
+    check_partitions,
+    read,
+    read_raw,
+    storages,
+    write,
+)
+
+_COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
+_FAST16 = (dtypes.bfloat16, dtypes.float16)
+
+
+def _per_partition(t: Any) -> int:
+    return t.free_size if isinstance(t, NkiTensor) else 1
+
+
+def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine: str = "vector") -> None:
+    run = context.current()
+    n = max(_per_partition(t) for t in [dst, *inputs])
+    if engine == "gpsimd":
+        cycles = cost.gpsimd_cycles(n)
+    elif engine == "scalar":
+        cycles = cost.scalar_cycles(n)
+    else:
+        tensors = [t for t in inputs if isinstance(t, NkiTensor)]
+        fast = all(t.dtype in _FAST16 for t in [*tensors, dst])
+        two = len(tensors) >= 2 and not any(t.buffer == PSUM for t in tensors) and not fast
+        cycles = cost.vector_cycles(run.target, n, 2 if two else 1, fast, kind)
+    run.cost.compute(engine, cycles, storages(*inputs), [dst.storage], cost.SBUF_ACCESS_CYCLES)
+
+
+def _engine_name(engine: Any, default: str) -> str:
+    name = getattr(engine, "name", engine)
+    if name in (None, "unknown", 0):
+        return default
+    name = str(name).removesuffix("_engine")
+    if name == "act":
+        name = "scalar"
+    if name == "pool":
+        name = "gpsimd"
+    return name if name in ("vector", "scalar", "gpsimd", "tensor") else default
+
+
+def _check_compute(api: str, dst: NkiTensor, **operands: Any) -> None:
+    check_on_chip(dst, api, "dst")
+    check_partitions(dst, api, "dst")
+    for arg, t in operands.items():
+        check_on_chip(t, api, arg)
+        check_partitions(t, api, arg)
+
+
+def tensor_tensor(dst: NkiTensor, data1: Any, data2: Any, op: Any, engine: Any = None, mask: np.ndarray | None = None,
+                  api: str = "tensor_tensor") -> None:
+    name = alu.op_name(op)
+    _check_compute(api, dst, data1=data1, data2=data2)
+    if isinstance(data1, NkiTensor) and isinstance(data2, NkiTensor) and data1.buffer == PSUM == data2.buffer:
+        raise fail(ERR_MEMORY, f"both inputs of '{api}' are in PSUM; the Vector engine reads at most one PSUM "
+                   "operand per instruction.", "copy one operand to SBUF first (nl.copy / nisa.tensor_copy).")
+    broadcast_shape(api, data1, data2)
+    if alu.is_bitvec(name):
+        values = alu.binary(name, read_raw(data1, mask), read_raw(data2, mask))
+    else:
+        values = alu.binary(name, read(data1, mask), read(data2, mask))
+    write(dst, values, mask, api)
+    _vector_cost(api, dst, [data1, data2], "tensor_tensor", _engine_name(engine, "vector"))
+
+
+def _scalar_operand(v: Any, dst: NkiTensor, api: str, arg: str) -> Any:
+    """tensor_scalar operands are fp32 scalars or (P, 1) vectors broadcast along the free dims."""
+    if isinstance(v, NkiTensor):
+        check_on_chip(v, api, arg)
+        if v.free_size != 1:
+            raise fail(ERR_ACT_SCALE_SHAPE, f"operand '{arg}' of '{api}' has shape {v.shape}; it must be a scalar "
+                       "or a (partitions, 1) vector.", "reduce it to one value per partition first.")
+        vals = read(v)
+        return vals.reshape((v.partitions,) + (1,) * (dst.ndim - 1)) if dst.ndim else vals
+    return np.float32(v)
+
+
+def tensor_scalar(dst: NkiTensor, data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None,
+                  operand1: Any = None, reverse1: bool = False, engine: Any = None, mask: np.ndarray | None = None,
+                  api: str = "tensor_scalar") -> None:
+    _check_compute(api, dst, data=data)
+    x = read(data, mask)
+    bitvec = alu.is_bitvec(alu.op_name(op0))
+    if bitvec:
+        x = read_raw(data, mask)
+    for op, operand, reverse in ((op0, operand0, reverse0), (op1, operand1, reverse1)):
+        if op is None:
+            continue
+        s = _scalar_operand(operand, dst, api, "operand")
+        name = alu.op_name(op)
+        x = alu.binary(name, s, x) if reverse else alu.binary(name, x, s)
+    write(dst, x, mask, api)
+    _vector_cost(api, dst, [data, operand0, operand1], "tensor_scalar", _engine_name(engine, "vector"))
+
+
+def scalar_tensor_tensor(dst: NkiTensor, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
+                         reverse0: bool = False, reverse1: bool = False, mask: np.ndarray | None = None,
+                         api: str = "scalar_tensor_tensor") -> None:
+    _check_compute(api, dst, data=data, operand1=operand1)
+    s = _scalar_operand(operand0, dst, api, "operand0")
+    x = read(data, mask)
+    n0 = alu.op_name(op0)
+    x = alu.binary(n0, s, x) if reverse0 else alu.binary(n0, x, s)
+    t = read(operand1, mask)
+    n1 = alu.op_name(op1)
+    x = alu.binary(n1, t, x) if reverse1 else alu.binary(n1, x, t)
+    write(dst, x, mask, api)
+    _vector_cost(api, dst, [data, operand1], "stt")
+
+
+def _activation_vector(v: Any, dst: NkiTensor, api: str, arg: str, code_type: str) -> Any:
+    if v is None:
+        return np.float32(0)
+    if isinstance(v, NkiTensor):
+        check_on_chip(v, api, arg)
+        if v.free_size != 1 or v.partitions not in (1, dst.partitions):
+            raise fail(ERR_ACT_SCALE_SHAPE, f"'{arg}' of '{api}' has shape {v.shape}; it must be a scalar or a "
+                       f"({dst.partitions}, 1) vector.", "pass one value per partition.")
+        if v.dtype != dtypes.float32:
+            code = ERR_ACT_SCALE_TYPE if arg == "scale" else ERR_ACT_BIAS_TYPE
+            raise fail(code, f"'{arg}' of '{api}' is {dtypes.name(v.dtype)}; the Scalar engine takes an fp32 "
+                       f"{arg}.", f"make the {arg} tile float32.")
+        return read(v).reshape((v.partitions,) + (1,) * (dst.ndim - 1))
+    if isinstance(v, (int, float, np.floating, np.integer)):
+        return np.float32(v)
+    code = ERR_ACT_SCALE_TYPE if arg == "scale" else ERR_ACT_BIAS_TYPE
+    raise fail(code, f"'{arg}' of '{api}' is a {type(v).__name__}.", "pass a Python float or an fp32 (P, 1) tile.")
+
+
+def activation(dst: NkiTensor, op: Any, data: Any, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
+               reduce_res: NkiTensor | None = None, reduce_cmd: Any = None, mask: np.ndarray | None = None,
+               api: str = "activation") -> None:
+    """Scalar engine: dst = op(data * scale + bias), fp32 inside; optional free-dim reduction."""
+    _check_compute(api, dst, data=data)
+    name = alu.op_name(op)
+    x = read(data, mask)
+    pre = x * _activation_vector(scale, dst, api, "scale", "scale") + _activation_vector(bias, dst, api, "bias", "bias")
+    out = alu.unary(name, pre.astype(np.float32))
+    write(dst, out, mask, api)
+    run = context.current()
+    if reduce_res is not None:
+        check_on_chip(reduce_res, api, "reduce_res")
+        rname = alu.op_name(reduce_op or "add", "reduce_op")
+        red = alu.reduce(rname, out.reshape(out.shape[0], -1), (1,), keepdims=True)
+        write(reduce_res, red.reshape(reduce_res.shape), None, api)
+    run.cost.compute("scalar", cost.scalar_cycles(_per_partition(dst), reduce_res is not None),
+                     storages(data, bias, scale), storages(dst, reduce_res), cost.SBUF_ACCESS_CYCLES)
+
+
+def tensor_copy(dst: NkiTensor, src: Any, engine: Any = None, mask: np.ndarray | None = None,
+                api: str = "tensor_copy") -> None:
+    eng = _engine_name(engine, "vector")
+    _check_compute(api, dst, src=src)
+    if eng == "gpsimd" and (dst.buffer == PSUM or (isinstance(src, NkiTensor) and src.buffer == PSUM)):
+        raise fail(ERR_MEMORY, f"'{api}' on the GpSimd engine cannot access PSUM.", "use engine=nisa.vector_engine.")
+    if isinstance(src, NkiTensor) and src.dtype == dst.dtype and eng != "scalar":
+        if src.buffer == PSUM:
+            src.psum_mark(True)
+        from .common import mask_for
+        dst.write(np.broadcast_to(src.read(mask_for(mask, src.shape)), dst.shape), mask_for(mask, dst.shape))
+    else:
+        write(dst, read(src, mask), mask, api)
+    _vector_cost(api, dst, [src], "copy", eng)
+
+
+def memset(dst: NkiTensor, value: Any, engine: Any = None, mask: np.ndarray | None = None, api: str = "memset") -> None:
+    _check_compute(api, dst)
+    write(dst, np.float32(value) if dtypes.is_float(dst.dtype) else np.int64(value), mask, api)
+    run = context.current()
+    n = dst.free_size
+    fast = dst.itemsize == 2 and float(value) == 0.0
+    run.cost.compute(_engine_name(engine, "vector"), max(cost.MIN_II, n // 2 if fast else n), [], [dst.storage])
+
+
+# ---- nl element-wise functions (return new tiles) ----
+
+def _result_dtype(name: str, operands: list[Any], dtype: Any) -> np.dtype:
+    if dtype is not None:
+        return dtypes.as_dtype(dtype)
+    if name in _COMPARISONS and context.current().api == "legacy":
+        return dtypes.bool_
+    dts = [t.dtype if isinstance(t, NkiTensor) else dtypes.scalar_dtype(t) for t in operands]
+    return dtypes.result_dtype(*dts)
+
+
+def nl_binary(name: str, x: Any, y: Any, dtype: Any = None, mask: np.ndarray | None = None) -> NkiTensor:
+    if not isinstance(x, NkiTensor) and not isinstance(y, NkiTensor):
+        raise fail(ERR_INVALID_ARG, f"nl.{name} needs at least one tile operand.", "pass a tile.")
+    shape = broadcast_shape(name, x, y)
+    if shape and shape[0] > context.current().target.pmax:
+        raise fail(ERR_PARTITIONS, f"number of partitions {shape[0]} exceed architecture limitation of "
+                   f"{context.current().target.pmax}.", "tile the partition dimension.")
+    dst = allocate(shape, _result_dtype(name, [x, y], dtype), SBUF)
+    tensors = [t for t in (x, y) if isinstance(t, NkiTensor)]
+    if len(tensors) == 2:
+        tensor_tensor(dst, x, y, name, mask=mask, api=f"nl.{name}")
+    elif isinstance(x, NkiTensor):
+        tensor_scalar(dst, x, name, y, mask=mask, api=f"nl.{name}")
+    else:
+        tensor_scalar(dst, y, name, x, reverse0=True, mask=mask, api=f"nl.{name}")
+    return dst
+
+
+_VECTOR_UNARY = {"abs", "negative", "sign", "ceil", "floor", "trunc", "logical_not", "invert", "copy", "reciprocal"}
+
+
+def nl_unary(name: str, x: Any, dtype: Any = None, mask: np.ndarray | None = None) -> NkiTensor:
+    if not isinstance(x, NkiTensor):
+        raise fail(ERR_INVALID_ARG, f"nl.{name} needs a tile operand, got {type(x).__name__}.", "pass a tile.")
+    dst = allocate(x.shape, _result_dtype(name, [x], dtype), SBUF)
+    if name == "invert":
+        _check_compute(f"nl.{name}", dst, x=x)
+        write(dst, np.invert(read_raw(x, mask).astype(np.int64)), mask, f"nl.{name}")
+        _vector_cost(f"nl.{name}", dst, [x], "tensor_scalar")
+    elif name in _VECTOR_UNARY:
+        _check_compute(f"nl.{name}", dst, x=x)
+        write(dst, alu.unary(name, read(x, mask)), mask, f"nl.{name}")
+        _vector_cost(f"nl.{name}", dst, [x], "tensor_scalar")
+    else:
+        activation(dst, name, x, mask=mask, api=f"nl.{name}")
+    return dst
+
+
+def operator_call(name: str, a: Any, b: Any) -> NkiTensor:
+    run = context.current()
+    if run.api == "current":
+        raise fail(ERR_INVALID_ARG, f"tensor operator for '{name}' used in an `nki` (current API) kernel; NkiTensor "
+                   "defines no arithmetic operators.", f"call nl.{name}(a, b) (or nisa.tensor_tensor) instead.")
+    return nl_binary(name, a, b)
+
+
+def inplace_call(name: str, target: NkiTensor, other: Any) -> None:
+    """`t += x` on a legacy tile computes into `t` itself (PSUM += PSUM is the near-memory accumulate)."""
+    run = context.current()
+    if run.api == "current":
+        raise fail(ERR_INVALID_ARG, f"in-place operator for '{name}' used in an `nki` (current API) kernel.",
+                   f"call nisa.tensor_tensor(dst=t, data1=t, data2=x, op=nl.{name}).")
+    if target.buffer.is_hbm:
+        raise fail(ERR_MEMORY, f"in-place '{name}' on HBM tensor `{target.name}`.", "accumulate in an SBUF/PSUM tile "
+                   "and nl.store it.")
+    if name == "add" and target.buffer == PSUM and isinstance(other, NkiTensor) and other.buffer == PSUM:
+        values = read(target) + read(other)
+        write(target, values, None, "+=")
+        run.cost.sync(storages(target, other), [target.storage])
+        return
+    if isinstance(other, NkiTensor):
+        tensor_tensor(target, target, other, name, api=f"{name}=")
+    else:
+        tensor_scalar(target, target, name, other, api=f"{name}=")
+
+
+def copy_as(t: NkiTensor, dtype: Any) -> NkiTensor:
+    check_on_chip(t, "astype", "x")
+    dst = allocate(t.shape, dtype, SBUF)
+    tensor_copy(dst, t, api="astype")
+    return dst
+

@@ -1,0 +1,146 @@
+"""Tensor engine: nc_matmul (PSUM accumulation), transposes, and `nl.matmul`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import cost, dtypes
+from ..core import context
+from ..core.buffers import PSUM, SBUF
+from ..core.tensor import NkiTensor
+from ..errors import ERR_DIM_LIMIT, ERR_DTYPE, ERR_PARTITION_MISMATCH, ERR_PARTITIONS, ERR_SHAPE, fail
+from .common import allocate, check_buffer, check_partitions, mask_for, read, storages, write
+
+_FP32_FAMILY = (dtypes.float32, dtypes.tfloat32)
+
+
+def _as_2d(t: NkiTensor, values: np.ndarray) -> np.ndarray:
+    return values.reshape(t.partitions, -1) if t.pdim == 0 else np.moveaxis(values, t.pdim, 0).reshape(t.partitions, -1)
+
+
+def _check_matmul(api: str, dst: NkiTensor | None, stationary: NkiTensor, moving: NkiTensor, is_transpose: bool) -> tuple[int, int, int]:
+    run = context.current()
+    t = run.target
+    check_buffer(stationary, api, "stationary", (SBUF,))
+    check_buffer(moving, api, "moving", (SBUF,))
+    if dst is not None:
+        check_buffer(dst, api, "dst", (PSUM,))
+    check_partitions(stationary, api, "stationary")
+    check_partitions(moving, api, "moving")
+    k, m, n = stationary.partitions, stationary.free_size, moving.free_size
+    if moving.partitions != k:
+        raise fail(ERR_PARTITION_MISMATCH, f"'{api}' contracts over partitions: stationary has {k}, moving has "
+                   f"{moving.partitions}.", "give both operands the same contraction (partition) size.")
+    if m > t.gemm_stationary_fmax:
+        raise fail(ERR_DIM_LIMIT, f"'{api}' stationary free size {m} exceeds the Tensor engine limit of "
+                   f"{t.gemm_stationary_fmax}.", f"tile the stationary operand's free dim in {t.gemm_stationary_fmax}s.")
+    if n > t.gemm_moving_fmax:
+        raise fail(ERR_DIM_LIMIT, f"'{api}' moving free size {n} exceeds the Tensor engine limit of "
+                   f"{t.gemm_moving_fmax} (one PSUM bank of fp32).",
+                   f"tile the moving operand's free dim in {t.gemm_moving_fmax}s.")
+    fp32_in = [x.dtype in _FP32_FAMILY for x in (stationary, moving)]
+    if any(fp32_in) and not all(fp32_in) and not is_transpose:
+        raise fail(ERR_DTYPE, f"'{api}' mixes an fp32 operand with {dtypes.name(stationary.dtype)}/"
+                   f"{dtypes.name(moving.dtype)}; fp32 matmul needs both operands fp32 (or tf32).",
+                   "cast the other operand to float32, or both to bfloat16.")
+    if dst is not None:
+        if dst.partitions != m or dst.free_size != n:
+            raise fail(ERR_SHAPE, f"'{api}' result is [{m}, {n}] but dst `{dst.name}` has shape {dst.shape}.",
+                       "allocate the PSUM tile as [stationary free size, moving free size].")
+        if dst.free_size * dtypes.itemsize(dst.dtype) > t.psum_bank_bytes:
+            raise fail(ERR_DIM_LIMIT, f"'{api}' dst `{dst.name}` needs {dst.free_size * dtypes.itemsize(dst.dtype)} "
+                       f"bytes per partition; a matmul writes one PSUM bank ({t.psum_bank_bytes} bytes).",
+                       "split the moving operand so each result fits one bank.")
+        if dst.dtype not in _FP32_FAMILY and not is_transpose:
+            raise fail(ERR_DTYPE, f"'{api}' accumulates in fp32 but dst `{dst.name}` is {dtypes.name(dst.dtype)}.",
+                       "allocate the PSUM result as nl.float32.")
+    return k, m, n
+
+
+def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, accumulate: bool | None = None,
+              is_transpose: bool = False, mask: np.ndarray | None = None, api: str = "nc_matmul") -> None:
+    """dst[M, N] (PSUM) = stationary[K, M].T @ moving[K, N]; first write of a PSUM group overwrites."""
+    k, m, n = _check_matmul(api, dst, stationary, moving, is_transpose)
+    run = context.current()
+    a = _as_2d(stationary, read(stationary, mask_for(mask, stationary.shape)))
+    b = _as_2d(moving, read(moving, mask_for(mask, moving.shape)))
+    result = (a.T @ b).reshape(dst.shape) if dst.pdim == 0 else np.moveaxis((a.T @ b).reshape(
+        (m,) + tuple(s for i, s in enumerate(dst.shape) if i != dst.pdim)), 0, dst.pdim)
+    if is_transpose and dst.dtype not in _FP32_FAMILY:
+        write(dst, result, mask, api)
+    else:
+        if accumulate is True:
+            result = read(dst) + result
+        elif accumulate is None:
+            fresh = dst.psum_fresh_values()
+            if not fresh.all():
+                result = np.where(fresh, result, dtypes.to_compute(dst.read()) + result)
+        write(dst, result, mask, api, from_matmul=True)
+    fp32 = stationary.dtype in _FP32_FAMILY and moving.dtype in _FP32_FAMILY
+    run.cost.compute("tensor", cost.matmul_cycles(m, n, fp32), storages(stationary, moving), [dst.storage],
+                     cost.MM_INIT_LATENCY, flops=2.0 * k * m * n)
+
+
+def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = None, mask: np.ndarray | None = None,
+                 api: str = "nc_transpose") -> None:
+    run = context.current()
+    eng = str(getattr(engine, "name", engine) or "tensor").removesuffix("_engine")
+    eng = "tensor" if eng in ("unknown", "0", "None") else eng
+    check_partitions(data, api, "data")
+    p, f = data.partitions, data.free_size
+    limit = 32 if eng == "vector" else run.target.pmax
+    if p > limit or f > limit:
+        code = ERR_PARTITIONS if p > limit else ERR_DIM_LIMIT
+        raise fail(code, f"'{api}' on the {eng} engine transposes at most {limit}x{limit}, got {p}x{f}.",
+                   "transpose in blocks" + (" of 32x32 on the Vector engine." if eng == "vector" else " of 128x128."))
+    if eng == "tensor":
+        check_buffer(data, api, "data", (SBUF,))
+        check_buffer(dst, api, "dst", (PSUM,))
+    if dst.partitions != f or dst.free_size != p:
+        raise fail(ERR_SHAPE, f"'{api}' of a [{p}, {f}] tile needs a [{f}, {p}] dst, got {dst.shape}.",
+                   "swap the partition and free sizes for dst.")
+    values = _as_2d(data, data.read(mask_for(mask, data.shape)))
+    if data.buffer == PSUM:
+        data.psum_mark(True)
+    dst.write(dtypes.cast(values.T.reshape(dst.shape), dst.dtype) if values.dtype != dtypes.storage_dtype(dst.dtype)
+              else values.T.reshape(dst.shape))
+    if eng == "tensor":
+        run.cost.compute("tensor", cost.pe_transpose_cycles(p, f), [data.storage], [dst.storage], cost.MM_INIT_LATENCY)
+    else:
+        run.cost.compute("vector", cost.vector_cycles(run.target, f), [data.storage], [dst.storage])
+
+
+def nl_matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False, mask: np.ndarray | None = None) -> NkiTensor:
+    """`nl.matmul`: x @ y (or x.T @ y), result fp32 in PSUM; without transpose_x, x is first moved to
+    [K, M] on the Tensor engine, as the compiler lowers it."""
+    if not transpose_x:
+        check_buffer(x, "matmul", "x", (SBUF, PSUM))
+        xt = allocate((x.free_size, x.partitions), x.dtype, PSUM)
+        nc_transpose(xt, x, api="matmul")
+        stationary = allocate(xt.shape, x.dtype, SBUF)
+        stationary.write(xt.read())
+        context.current().cost.sync([xt.storage], [stationary.storage])
+    else:
+        stationary = x
+    dst = allocate((stationary.free_size, y.free_size), dtypes.float32, PSUM)
+    nc_matmul(dst, stationary, y, accumulate=False, mask=None, api="matmul")
+    return dst
+
+
+def nl_transpose(x: NkiTensor, dtype: Any = None, buffer: Any = SBUF) -> NkiTensor:
+    dt = dtypes.as_dtype(dtype) if dtype is not None else x.dtype
+    if x.buffer == SBUF:
+        out = allocate((x.free_size, x.partitions), x.dtype, PSUM)
+        nc_transpose(out, x, api="transpose")
+    else:
+        out = allocate((x.free_size, x.partitions), x.dtype, SBUF if x.buffer == PSUM else PSUM)
+        nc_transpose(out, x, engine="vector", api="transpose")
+    if out.buffer == buffer and dt == out.dtype:
+        return out
+    final = allocate(out.shape, dt, buffer)
+    write(final, read(out), None, "transpose")
+    context.current().cost.compute("vector", cost.vector_cycles(context.current().target, final.free_size, kind="copy"),
+                                   [out.storage], [final.storage])
+    return final

@@ -1,0 +1,155 @@
+"""Reductions along free dims (Vector), across partitions (GpSimd), batch-norm statistics, and the
+composite `nl.softmax` / `nl.rms_norm` built from them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import cost, dtypes
+from ..core import alu, context
+from ..core.buffers import SBUF
+from ..core.tensor import NkiTensor
+from ..errors import ERR_DIM_LIMIT, ERR_INVALID_ARG, ERR_REDUCE_AXIS, ERR_SHAPE, fail
+from .common import allocate, check_on_chip, check_partitions, read, read_raw, storages, write
+
+
+def normalise_axes(t: NkiTensor, axis: Any, api: str) -> tuple[int, ...]:
+    """Reduce axes must be free dims and the trailing contiguous ones ([1], [1, 2], ...)."""
+    if axis is None:
+        axes = tuple(range(1, t.ndim))
+    else:
+        raw = axis if isinstance(axis, (tuple, list)) else (axis,)
+        axes = tuple(sorted(int(a) + t.ndim if int(a) < 0 else int(a) for a in raw))
+    pdim = t.pdim if t.pdim is not None else 0
+    if not axes or pdim in axes:
+        raise fail(ERR_REDUCE_AXIS, f"'{api}' reduces axis {list(axes)} of `{t.name}` {t.shape}, which includes the "
+                   "partition dimension.", "reduce free dims only (axis=1 / [1, 2]); reduce across partitions with "
+                   "nisa.tensor_partition_reduce or a matmul with a ones vector.")
+    if axes != tuple(range(t.ndim - len(axes), t.ndim)):
+        raise fail(ERR_REDUCE_AXIS, f"'{api}' reduces axes {list(axes)} of `{t.name}` {t.shape}; only the last "
+                   "contiguous free axes can be reduced.", "permute the tile so the reduced axes come last.")
+    return axes
+
+
+def tensor_reduce(dst: NkiTensor, op: Any, data: NkiTensor, axis: Any, negate: bool = False, keepdims: bool = False,
+                  mask: np.ndarray | None = None, api: str = "tensor_reduce") -> None:
+    check_on_chip(data, api, "data")
+    check_partitions(data, api, "data")
+    check_on_chip(dst, api, "dst")
+    axes = normalise_axes(data, axis, api)
+    name = alu.op_name(op)
+    x = read_raw(data, mask) if name.startswith("bitwise") else read(data, mask)
+    if mask is not None:  # masked-off elements do not take part
+        identity = alu.REDUCE.get(name, (None, 0.0))[1]
+        x = np.where(np.broadcast_to(mask, x.shape), x, identity)
+    out = alu.reduce(name, x, axes, keepdims=True)
+    if negate:
+        out = -out
+    write(dst, out.reshape(dst.shape) if out.size == dst.size else out, None, api)
+    run = context.current()
+    n = data.free_size
+    fast = data.dtype == dtypes.bfloat16 and name in ("add", "maximum")
+    run.cost.compute("vector", max(cost.MIN_II, n // 2 if fast else n), [data.storage], [dst.storage],
+                     cost.SBUF_ACCESS_CYCLES)
+
+
+def nl_reduce(name: str, x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False,
+              mask: np.ndarray | None = None) -> NkiTensor:
+    axes = normalise_axes(x, axis, f"nl.{name}")
+    shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape)) if keepdims else \
+        tuple(s for i, s in enumerate(x.shape) if i not in axes)
+    if len(shape) < 2 and not keepdims:  # tiles stay >= 2-D on chip
+        shape = tuple(shape) + (1,) * (2 - len(shape))
+    dt = dtypes.as_dtype(dtype) if dtype is not None else x.dtype
+    op = {"sum": "add", "max": "maximum", "min": "minimum", "prod": "multiply", "all": "logical_and",
+          "mean": "add", "var": "add"}[name]
+    dst = allocate(shape, dt, SBUF)
+    if name in ("mean", "var"):
+        vals = read(x, mask)
+        mean = np.mean(vals, axis=axes, keepdims=True, dtype=np.float32)
+        out = mean if name == "mean" else np.mean(np.square(vals - mean), axis=axes, keepdims=True, dtype=np.float32)
+        write(dst, out.reshape(shape), None, f"nl.{name}")
+        run = context.current()
+        run.cost.compute("vector", max(cost.MIN_II, 2 * x.free_size), [x.storage], [dst.storage])
+        return dst
+    tensor_reduce(dst, op, x, axes, keepdims=keepdims, mask=mask, api=f"nl.{name}")
+    return dst
+
+
+def tensor_partition_reduce(dst: NkiTensor, op: Any, data: NkiTensor, api: str = "tensor_partition_reduce") -> None:
+    check_on_chip(data, api, "data")
+    check_partitions(data, api, "data")
+    name = alu.op_name(op)
+    out = alu.reduce(name, read(data), (0,), keepdims=True)
+    write(dst, out, None, api)
+    context.current().cost.compute("gpsimd", cost.gpsimd_cycles(data.size), [data.storage], [dst.storage])
+
+
+def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats") -> None:
+    """Six values per partition: (count, mean, count*var) for the even and odd halves, mergeable by bn_aggr."""
+    check_on_chip(data, api, "data")
+    check_partitions(data, api, "data")
+    run = context.current()
+    n = data.free_size
+    if n > 512:
+        raise fail(ERR_DIM_LIMIT, f"'{api}' takes at most 512 elements per partition, got {n}.",
+                   "split the free dim into chunks of nl.tile_size.bn_stats_fmax and aggregate with bn_aggr.")
+    x = read(data).reshape(data.partitions, -1).astype(np.float32)
+    halves = [x[:, 0::2], x[:, 1::2]]
+    cols = []
+    for h in halves:
+        cnt = np.full((x.shape[0], 1), h.shape[1], dtype=np.float32)
+        mean = h.mean(axis=1, keepdims=True) if h.shape[1] else np.zeros_like(cnt)
+        m2 = ((h - mean) ** 2).sum(axis=1, keepdims=True) if h.shape[1] else np.zeros_like(cnt)
+        cols += [cnt, mean, m2]
+    write(dst, np.concatenate(cols, axis=1).reshape(dst.shape), None, api)
+    run.cost.compute("vector", max(cost.MIN_II, n), [data.storage], [dst.storage])
+
+
+def bn_aggr(dst: NkiTensor, data: NkiTensor, api: str = "bn_aggr") -> None:
+    """Merge bn_stats groups (6 values each, concatenated on the free dim) into (mean, variance)."""
+    check_on_chip(data, api, "data")
+    stats = read(data).reshape(data.partitions, -1, 3).astype(np.float64)
+    if stats.shape[1] == 0:
+        raise fail(ERR_SHAPE, f"'{api}' input has no statistics.", "pass the output of nisa.bn_stats.")
+    cnt, mean, m2 = stats[..., 0], stats[..., 1], stats[..., 2]
+    total = cnt.sum(axis=1, keepdims=True)
+    gmean = (cnt * mean).sum(axis=1, keepdims=True) / np.maximum(total, 1)
+    var = (m2 + cnt * (mean - gmean) ** 2).sum(axis=1, keepdims=True) / np.maximum(total, 1)
+    write(dst, np.concatenate([gmean, var], axis=1).astype(np.float32).reshape(dst.shape), None, api)
+    n = data.free_size
+    context.current().cost.compute("vector", max(cost.MIN_II, 13 * (n // 3)), [data.storage], [dst.storage])
+
+
+def nl_softmax(x: NkiTensor, axis: Any = -1, dtype: Any = None, mask: np.ndarray | None = None) -> NkiTensor:
+    axes = normalise_axes(x, axis, "nl.softmax")
+    run = context.current()
+    v = read(x, mask)
+    e = np.exp(v - v.max(axis=axes, keepdims=True))
+    out = e / e.sum(axis=axes, keepdims=True)
+    dst = allocate(x.shape, dtypes.as_dtype(dtype) if dtype is not None else x.dtype, SBUF)
+    write(dst, out, mask, "nl.softmax")
+    n = x.free_size  # max reduce, exp with bias and sum, reciprocal, multiply
+    run.cost.compute("vector", max(cost.MIN_II, n), [x.storage], [dst.storage])
+    run.cost.compute("scalar", cost.scalar_cycles(n, True), [x.storage], [dst.storage])
+    run.cost.compute("vector", max(cost.MIN_II, n), [dst.storage], [dst.storage])
+    return dst
+
+
+def nl_rms_norm(x: NkiTensor, w: Any, axis: Any, n: int, epsilon: float = 1e-6, dtype: Any = None,
+                compute_dtype: Any = None, mask: np.ndarray | None = None) -> NkiTensor:
+    axes = normalise_axes(x, axis, "nl.rms_norm")
+    if n <= 0:
+        raise fail(ERR_INVALID_ARG, f"nl.rms_norm needs n > 0 (the element count normalised), got {n}.",
+                   "pass the size of the reduced axis.")
+    v = read(x, mask)
+    rms = np.sqrt(np.square(v).sum(axis=axes, keepdims=True) / np.float32(n) + np.float32(epsilon))
+    out = v / rms * (read(w) if isinstance(w, NkiTensor) else np.float32(w))
+    dst = allocate(x.shape, dtypes.as_dtype(dtype) if dtype is not None else x.dtype, SBUF)
+    write(dst, out, mask, "nl.rms_norm")
+    run = context.current()
+    run.cost.compute("scalar", cost.scalar_cycles(x.free_size, True), storages(x), [dst.storage])
+    run.cost.compute("vector", max(cost.MIN_II, 2 * x.free_size), storages(x, w), [dst.storage])
+    return dst

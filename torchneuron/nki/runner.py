@@ -1,0 +1,224 @@
+"""Launching a kernel on the simulator: host arrays in, an SPMD grid of kernel instances, outputs checked
+and converted back, and the cost report for the launch.
+
+Inputs are wrapped zero-copy where NumPy allows, so a kernel that writes an input mutates the caller's array
+(as AWS's simulator does). Torch CPU tensors are accepted when torch is installed and come back as torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import math
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import cost, dtypes
+from .core import context
+from .core.buffers import HBM, SHARED_HBM, Storage
+from .core.tensor import NkiTensor
+from .errors import ERR_ANNOTATION, ERR_MEMORY, ERR_NOT_WRITTEN, NkiError, SourceLocation, fail, warn
+from .hardware import Target, current_target
+
+
+@dataclass
+class GridDim:
+    """One dimension of a launch grid; `cores` > 1 marks logical-NeuronCore sharding (`nl.nc(2)`)."""
+
+    size: int
+    cores: int = 1
+
+
+@dataclass
+class Launch:
+    results: Any
+    report: cost.CostReport
+    prints: list[tuple[str, Any]] = field(default_factory=list)
+
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
+
+
+def _torch_to_numpy(t: Any) -> np.ndarray:
+    import torch
+
+    t = t.detach()
+    if t.device.type != "cpu":
+        raise fail(ERR_MEMORY, f"the simulator takes CPU tensors, got one on {t.device}.",
+                   "pass tensor.cpu(), or call the kernel through a registered NKI op.")
+    if t.dtype == torch.bfloat16:
+        return t.contiguous().view(torch.int16).numpy().view(dtypes.bfloat16)
+    if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        target = dtypes.float8_e4m3fn if t.dtype == torch.float8_e4m3fn else dtypes.float8_e5m2
+        return t.contiguous().view(torch.uint8).numpy().view(target)
+    return t.contiguous().numpy()
+
+
+def _numpy_to_torch(a: np.ndarray) -> Any:
+    import torch
+
+    if a.dtype == dtypes.bfloat16:
+        return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
+    if a.dtype in (dtypes.float8_e4m3fn, dtypes.float8_e5m2):
+        t = torch.from_numpy(np.ascontiguousarray(a).view(np.uint8))
+        return t.view(torch.float8_e4m3fn if a.dtype == dtypes.float8_e4m3fn else torch.float8_e5m2)
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+@dataclass
+class _Input:
+    original: Any
+    array: np.ndarray
+    tensor: NkiTensor
+    copied: bool
+
+
+def _wrap_input(value: Any, buffer: Any, name: str) -> _Input | None:
+    if _is_torch(value):
+        arr = _torch_to_numpy(value)
+        copied = True
+    elif isinstance(value, np.ndarray):
+        arr, copied = value, False
+    else:
+        return None
+    if arr.dtype == np.float64:
+        raise fail(ERR_MEMORY, f"kernel input {name!r} is float64; NeuronCores have no 64-bit types.",
+                   "pass float32 (or bfloat16) arrays: arr.astype(np.float32).")
+    dt = dtypes.as_dtype(arr.dtype)
+    if arr.flags.c_contiguous and arr.flags.writeable:
+        flat = arr.reshape(-1)
+    else:
+        flat, copied = np.ascontiguousarray(arr).reshape(-1).copy(), True
+    st = Storage(arr.shape, dt, buffer, name, 0, data=flat)
+    return _Input(value, arr, NkiTensor.whole(st), copied)
+
+
+def _kernel_location(func: Callable[..., Any], want_return: bool) -> SourceLocation:
+    code = func.__code__
+    line = code.co_firstlineno
+    if want_return:
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+            returns = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Return)]
+            if returns:
+                line = code.co_firstlineno + max(returns) - 1
+        except (OSError, SyntaxError, TypeError):
+            pass
+    return SourceLocation(code.co_filename, line, code.co_name)
+
+
+def _check_annotations(func: Callable[..., Any], bound: inspect.BoundArguments) -> None:
+    from .typing import TensorType
+
+    for pname, value in bound.arguments.items():
+        ann = func.__annotations__.get(pname)
+        if isinstance(ann, TensorType) and ann.shape is not None and isinstance(value, NkiTensor):
+            if tuple(ann.shape) != value.shape:
+                raise NkiError(ERR_ANNOTATION, f"argument {pname!r} has shape {value.shape} but is annotated "
+                               f"{tuple(ann.shape)}.", "pass an array of the annotated shape or fix the annotation.",
+                               _kernel_location(func, False))
+
+
+def _outputs(result: Any, func: Callable[..., Any]) -> list[NkiTensor]:
+    if isinstance(result, NkiTensor):
+        return [result]
+    if isinstance(result, (tuple, list)):
+        return [t for r in result for t in _outputs(r, func)]
+    if isinstance(result, dict):
+        return [t for r in result.values() for t in _outputs(r, func)]
+    return []
+
+
+def _convert(result: Any, to_torch: bool) -> Any:
+    if isinstance(result, NkiTensor):
+        arr = np.array(result.read())
+        return _numpy_to_torch(arr) if to_torch else arr
+    if isinstance(result, tuple):
+        return tuple(_convert(r, to_torch) for r in result)
+    if isinstance(result, list):
+        return [_convert(r, to_torch) for r in result]
+    if isinstance(result, dict):
+        return {k: _convert(v, to_torch) for k, v in result.items()}
+    return result
+
+
+def _check_outputs(func: Callable[..., Any], outs: list[NkiTensor]) -> None:
+    for t in outs:
+        if t.buffer != SHARED_HBM:
+            raise NkiError(ERR_MEMORY, f"kernel output `{t.name}` is in '{t.buffer.name}'; kernel outputs must be "
+                           "allocated in shared_hbm.", "allocate it with nl.ndarray(shape, dtype, "
+                           "buffer=nl.shared_hbm), store the result into it and return it.",
+                           _kernel_location(func, True))
+        written = t.storage.written
+        if written is None:
+            continue
+        seen = written[t.offsets()] if t.is_gather or t.size != t.storage.size else written
+        if not seen.any():
+            raise NkiError(ERR_NOT_WRITTEN, f"kernel output `{t.name}` {t.shape} is never written.",
+                           "nl.store / nisa.dma_copy the result into it before returning it.",
+                           _kernel_location(func, True))
+        if not seen.all():
+            warn(f"kernel output `{t.name}` has {int((~seen).sum())} of {seen.size} elements never written; on "
+                 "hardware they hold garbage.")
+
+
+def grid_programs(grid: tuple[GridDim, ...]) -> list[tuple[tuple[int, ...], int]]:
+    """Every program id with the physical core it runs on (grid dims marked nl.nc shard across cores)."""
+    programs = []
+    for ids in itertools.product(*(range(d.size) for d in grid)):
+        core = 0
+        for d, i in zip(grid, ids):
+            if d.cores > 1:
+                core = core * d.cores + i % d.cores
+        programs.append((ids, core))
+    return programs
+
+
+def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], grid: tuple[GridDim, ...] = (),
+           api: str = "legacy", target: Target | None = None) -> Launch:
+    if context.active() is not None:
+        from .errors import ERR_NESTED_SPMD
+        raise fail(ERR_NESTED_SPMD, "a kernel was launched from inside another kernel.",
+                   "call the inner function without @nki.jit (as a plain sub-kernel) and without a grid.")
+    target = target or current_target()
+    in_buffer = SHARED_HBM if any(d.cores > 1 for d in grid) else HBM
+    sig = inspect.signature(func)
+    bound = sig.bind(*args, **kwargs)
+    inputs: dict[str, _Input] = {}
+    for pname, value in bound.arguments.items():
+        wrapped = _wrap_input(value, in_buffer, pname)
+        if wrapped is not None:
+            inputs[pname] = wrapped
+            bound.arguments[pname] = wrapped.tensor
+    _check_annotations(func, bound)
+    cores = math.prod(d.cores for d in grid) if grid else 1
+    models = [cost.CostModel(target) for _ in range(cores)]
+    shared: list[Storage] = []
+    results: Any = None
+    peak_sbuf = peak_psum = 0
+    prints: list[tuple[str, Any]] = []
+    for ids, core in grid_programs(grid) if grid else [((), 0)]:
+        run = context.KernelRun(target, models[core], tuple(d.size for d in grid), ids, api, shared=shared)
+        with context.running(run):
+            out = func(*bound.args, **bound.kwargs)
+        peak_sbuf, peak_psum = max(peak_sbuf, run.memory.peak["sbuf"]), max(peak_psum, run.memory.peak["psum"])
+        prints += run.prints
+        if results is None:
+            results = out
+    _check_outputs(func, _outputs(results, func))
+    to_torch = any(_is_torch(i.original) for i in inputs.values())
+    for item in inputs.values():  # kernels may write their inputs (legacy output arguments)
+        if item.copied and item.tensor.storage.written is None:
+            new = item.tensor.storage.data.reshape(item.array.shape)
+            if _is_torch(item.original):
+                item.original.copy_(_numpy_to_torch(new))
+            elif item.original.flags.writeable:
+                item.original[...] = new
+    report = cost.report(models, target, peak_sbuf, peak_psum)
+    return Launch(_convert(results, to_torch), report, prints)
