@@ -66,20 +66,24 @@ class XlaCpuExecutable:
 
     def __init__(self, loaded):
         self._loaded = loaded
+        self._execute = loaded.execute_sharded
         _, self._device, _, _, jax_mod = _client()
         self._to_buffer = jax_mod.dlpack_managed_tensor_to_buffer
+        self._to_capsule = jax_mod.buffer_to_dlpack_managed_tensor
 
     def buffer(self, t: torch.Tensor):
         """An XLA buffer aliasing ``t`` (``t`` must stay alive while the buffer is used)."""
         return self._to_buffer(_torch_to_dlpack(t), self._device, None)
 
-    def run_buffers(self, buffers: Sequence) -> list:
-        return self._loaded.execute(buffers)
+    def run_buffers(self, buffers: Sequence) -> list[torch.Tensor]:
+        """Execute on XLA buffers; results are CPU tensors that own XLA's output buffers."""
+        to_capsule = self._to_capsule
+        return [_torch_from_dlpack(to_capsule(o[0]))
+                for o in self._execute(buffers).disassemble_into_single_device_arrays()]
 
     def run(self, host_tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         to_buffer, device = self._to_buffer, self._device
-        outs = self._loaded.execute([to_buffer(_torch_to_dlpack(t), device, None) for t in host_tensors])
-        return [_torch_from_dlpack(o) for o in outs]
+        return self.run_buffers([to_buffer(_torch_to_dlpack(t), device, None) for t in host_tensors])
 
     def __repr__(self) -> str:
         return f"XlaCpuExecutable({len(self.hlo_text())} chars of HLO)"

@@ -28,5 +28,5 @@ def summarize_mlir_error(text: str) -> tuple[str | None, str]:
     if m:
         op = m.group(1)
     line = _ERROR_LINE.search(text)
-    first = line.group(1).strip() if line else text.strip().splitlines()[0] if text.strip() else "unknown error"
+    first = line.group(1).strip() if line else "unknown error"
     return op, first

@@ -8,6 +8,10 @@ computation always yields the same text (and the same cache key).
 
 from __future__ import annotations
 
+import os
+import pickle
+import tempfile
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -44,8 +48,73 @@ class StableHLOLoweringError(LoweringError):
         self.mlir_op = mlir_op
 
 
-def to_stablehlo(gm: fx.GraphModule, func_name: str = "main") -> str:
-    """Lower a prepared graph (see ``passes``) to StableHLO text with ``func.func @main``."""
+def to_stablehlo(gm: fx.GraphModule, func_name: str = "main", isolate: bool = True) -> str:
+    """Lower a prepared graph (see ``passes``) to StableHLO text with ``func.func @main``.
+
+    With ``isolate`` (the default where ``fork`` exists) torch-mlir runs in a forked child: some invalid
+    inputs make its passes abort or segfault instead of reporting an error, and an eager op must never take
+    the user's process down. The child inherits the graph and the imported torch-mlir, so this costs a few
+    milliseconds on a path that compiles anyway.
+    """
+    if isolate and hasattr(os, "fork"):
+        return _isolated(gm, func_name)
+    return _to_stablehlo(gm, func_name)
+
+
+def _isolated(gm: fx.GraphModule, func_name: str) -> str:
+    import torch_mlir.compiler_utils  # noqa: F401  (import once in the parent, inherited by children)
+    import torch_mlir.extras.fx_importer  # noqa: F401
+
+    r, w = os.pipe()
+    err = tempfile.TemporaryFile()
+    with warnings.catch_warnings():  # JAX warns on any fork; the child never touches JAX
+        warnings.simplefilter("ignore", RuntimeWarning)
+        pid = os.fork()
+    if pid == 0:  # child: lower, send a tagged result, exit without running the parent's atexit hooks
+        code = 0
+        try:
+            os.close(r)
+            os.dup2(err.fileno(), 2)
+            try:
+                payload = b"OK" + _to_stablehlo(gm, func_name).encode()
+            except StableHLOLoweringError as e:
+                payload = b"LE" + pickle.dumps((str(e), e.mlir_op))
+            except LoweringError as e:
+                payload = b"EX" + pickle.dumps((str(e), None))
+            except BaseException as e:  # noqa: BLE001 - reported to the parent
+                payload = b"EX" + pickle.dumps((f"{type(e).__name__}: {e}", None))
+            with os.fdopen(w, "wb") as f:
+                f.write(payload)
+        except BaseException:  # noqa: BLE001
+            code = 3
+        finally:
+            os._exit(code)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    err.seek(0)
+    stderr = err.read().decode(errors="replace")
+    err.close()
+    if data.startswith(b"OK"):
+        return data[2:].decode()
+    if data.startswith(b"LE"):
+        msg, op = pickle.loads(data[2:])
+        if op is None:  # MLIR printed its diagnostics to the child's stderr, not into the exception
+            op, first = summarize_mlir_error(stderr)
+            if first != "unknown error":
+                msg = f"torch-mlir cannot lower {op or 'the graph'} to StableHLO: {first}"
+        raise StableHLOLoweringError(msg, op)
+    if data.startswith(b"EX"):
+        msg, _ = pickle.loads(data[2:])
+        raise LoweringError(msg)
+    mlir_op, first = summarize_mlir_error(stderr)
+    how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else \
+        f"exit {os.WEXITSTATUS(status)}"
+    raise StableHLOLoweringError(f"torch-mlir crashed ({how}) lowering {mlir_op or 'the graph'}: {first}", mlir_op)
+
+
+def _to_stablehlo(gm: fx.GraphModule, func_name: str) -> str:
     from torch_mlir import ir
     from torch_mlir.compiler_utils import OutputType, TorchMlirCompilerError, lower_mlir_module, \
         run_pipeline_with_repro_report

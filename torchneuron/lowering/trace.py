@@ -60,12 +60,15 @@ def _convert_input_mutations(gm: fx.GraphModule) -> list[int]:
             node.replace_all_uses_with(node.args[0])
             gm.graph.erase_node(node)
             extra.append(src)
-    if mutated:
-        out_node.args = ((out_node.args[0], tuple(extra)),)
-        gm.recompile()
-    else:
-        out_node.args = ((out_node.args[0], ()),)
-        gm.recompile()
+    out_node.args = ((out_node.args[0], tuple(extra)),)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    for node in gm.graph.nodes:  # anything still mutating would crash the importer: refuse it here
+        schema = getattr(node.target, "_schema", None)
+        if node.op == "call_function" and schema is not None and any(
+                a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
+            raise LoweringError(f"the traced graph still mutates a tensor in place ({node.target}) after "
+                                "functionalization; this in-place pattern has no StableHLO form")
     return mutated
 
 

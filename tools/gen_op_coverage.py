@@ -1,0 +1,392 @@
+#!/usr/bin/env python
+"""Generate the op coverage table (torchneuron/lowering/op_table.py) and docs/op_coverage.md.
+
+Every OpInfo op (torch.testing._internal.common_methods_invocations.op_db) is run, per dtype (float32 and
+bfloat16), on its first few CPU samples under a dispatch mode that sends *every ATen op the sample executes*
+through the strict-eager path (single-op lowering → StableHLO → XLA:CPU) and compares each result with CPU
+eager. An OpInfo op is
+
+- ``lowered``    every ATen op it runs lowers and matches CPU;
+- ``mismatched`` everything lowers, some result differs beyond tolerance (the cause is listed);
+- ``missing``    some ATen op it runs has no lowering (named, with the reason).
+
+Per ATen overload the table records ``lowered`` / ``mismatch`` / ``missing`` (and the runtime ops: views,
+allocation, copies), which is what ``torchneuron.fallback_ops()`` and the op policy read.
+
+Workers run in subprocesses (a native crash in a compiler marks that op ``missing`` and the sweep goes on).
+
+    python tools/gen_op_coverage.py                       # full sweep (~20-40 min on 2 cores)
+    python tools/gen_op_coverage.py --ops add,mul,sin     # a subset (writes nothing unless --write)
+    python tools/gen_op_coverage.py --doc-only            # regenerate the doc from the table
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = ROOT / "torchneuron" / "lowering" / "op_table.py"
+DOC = ROOT / "docs" / "op_coverage.md"
+DTYPES = ("float32", "bfloat16")
+
+# Ops the device layer implements as runtime calls (allocation, copies, scalar reads, metadata), never compiled.
+RUNTIME_OPS = [
+    "aten::empty.memory_format", "aten::empty_strided", "aten::empty_like", "aten::new_empty",
+    "aten::new_empty_strided", "aten::resize_", "aten::resize_as_", "aten::set_.source_Storage",
+    "aten::set_.source_Storage_storage_offset", "aten::set_.source_Tensor", "aten::set_",
+    "aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize", "aten::_to_copy", "aten::clone",
+    "aten::contiguous", "aten::_local_scalar_dense", "aten::record_stream", "aten::detach", "aten::lift_fresh",
+    "aten::lift_fresh_copy", "aten::zeros", "aten::zeros_like", "aten::ones", "aten::ones_like", "aten::full",
+    "aten::full_like", "aten::empty_permuted", "aten::scalar_tensor", "aten::new_zeros", "aten::new_ones",
+    "aten::new_full", "aten::fill_.Scalar", "aten::zero_", "aten::_has_compatible_shallow_copy_type",
+]
+TOL = {"float32": (1.3e-6 * 100, 1e-5 * 10), "bfloat16": (1.6e-2 * 2, 1e-2 * 2)}
+
+
+# ------------------------------------------------------------------------------------------------ worker
+def _worker(names: list[str], dtypes: list[str], max_samples: int, out: Path, timeout: int) -> None:
+    import signal
+
+    import torch
+    from torch.testing._internal.common_methods_invocations import op_db
+    from torch.utils._python_dispatch import TorchDispatchMode
+    import torch.utils._pytree as pytree
+
+    from torchneuron.lowering.single_op import Unsupported, program_cache
+
+    by_name = {_key(o): o for o in op_db}
+
+    class Timeout(Exception):
+        pass
+
+    def on_alarm(*_):
+        raise Timeout()
+
+    signal.signal(signal.SIGALRM, on_alarm)
+
+    def compare(actual, expected, dtype_name):
+        rtol, atol = TOL[dtype_name]
+        a_leaves = pytree.tree_leaves(actual)
+        e_leaves = pytree.tree_leaves(expected)
+        if len(a_leaves) != len(e_leaves):
+            return f"{len(a_leaves)} results, expected {len(e_leaves)}"
+        for a, e in zip(a_leaves, e_leaves):
+            if isinstance(e, torch.Tensor):
+                if not isinstance(a, torch.Tensor):
+                    return f"result is {type(a).__name__}, expected a tensor"
+                if a.dtype != e.dtype:
+                    return f"dtype {a.dtype} vs {e.dtype}"
+                if a.shape != e.shape:
+                    return f"shape {list(a.shape)} vs {list(e.shape)}"
+                try:
+                    torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=True, check_device=False)
+                except AssertionError as err:
+                    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+                    return "; ".join(lines[:3])[:200]
+        return None
+
+    def clone(tree):
+        return pytree.tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, tree)
+
+    class Record(TorchDispatchMode):
+        """Records every ATen call of a sample with its inputs and CPU results; ``replay`` then runs each call
+        through the strict-eager path (outside any dispatch mode) and compares."""
+
+        def __init__(self, dtype_name):
+            super().__init__()
+            self.dtype_name = dtype_name
+            self.calls: list = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func.name() in RUNTIME_OPS:
+                self.calls.append((func, None, None, None, None))
+                return func(*args, **kwargs)
+            before = clone((args, kwargs))
+            out = func(*args, **kwargs)
+            mutable = any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
+            self.calls.append((func, before, clone(out), clone((args, kwargs)) if mutable else None, mutable))
+            return out
+
+        def replay(self):
+            events = []
+            for func, before, expected, after, mutable in self.calls:
+                name = func.name()
+                if before is None:
+                    events.append((name, "runtime", ""))
+                    continue
+                args, kwargs = before
+                try:
+                    prog, info, values, dyn = program_cache().lookup(func, args, kwargs)
+                    if isinstance(prog, Unsupported):
+                        why = str(prog).removeprefix(f"{info.name}: ")
+                        status = "runtime" if why.startswith(("view", "no tensor inputs")) else "missing"
+                        events.append((name, status, why[:300]))
+                        continue
+                    actual = prog(info, values, dyn)
+                except Timeout:
+                    raise
+                except Exception as e:
+                    msg = str(e).splitlines()[0] if str(e) else ""
+                    events.append((name, "missing", f"{type(e).__name__}: {msg}"[:300]))
+                    continue
+                cause = compare(actual, expected, self.dtype_name)
+                if cause is None and mutable:
+                    cause = compare((args, kwargs), after, self.dtype_name)
+                events.append((name, "mismatch" if cause else "lowered", cause or ""))
+            return events
+
+    with open(out, "a") as f:
+        for nm in names:
+            op = by_name[nm]
+            result = {"op": nm, "dtypes": {}}
+            for dt_name in dtypes:
+                dt = getattr(torch, dt_name)
+                if dt not in op.supported_dtypes("cpu"):
+                    result["dtypes"][dt_name] = {"status": "n/a", "events": []}
+                    continue
+                events: list = []
+                status = "n/a"
+                signal.alarm(timeout)
+                try:
+                    samples = op.sample_inputs("cpu", dt, requires_grad=False)
+                    n = 0
+                    for s in samples:
+                        if n >= max_samples:
+                            break
+                        try:
+                            with torch.no_grad():
+                                op(s.input, *s.args, **s.kwargs)  # eager must accept the sample
+                        except Exception:
+                            continue
+                        n += 1
+                        rec = Record(dt_name)
+                        with torch.no_grad(), rec:
+                            op(s.input, *s.args, **s.kwargs)
+                        events.extend(rec.replay())
+                    if n:
+                        status = "lowered"
+                except Timeout:
+                    events.append(("(timeout)", "missing", f"no result within {timeout}s"))
+                    status = "lowered"
+                except Exception as e:
+                    events.append(("(sample)", "missing", f"{type(e).__name__}: {str(e)[:200]}"))
+                    status = "lowered"
+                finally:
+                    signal.alarm(0)
+                if status != "n/a":
+                    if any(ev[1] == "missing" for ev in events):
+                        status = "missing"
+                    elif any(ev[1] == "mismatch" for ev in events):
+                        status = "mismatched"
+                result["dtypes"][dt_name] = {"status": status, "events": sorted(set(map(tuple, events)))}
+            f.write(json.dumps(result) + "\n")
+            f.flush()
+
+
+def _key(op) -> str:
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+
+
+# ------------------------------------------------------------------------------------------------ driver
+def _all_names() -> list[str]:
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return sorted({_key(o) for o in op_db})
+
+
+def sweep(names: list[str], dtypes: list[str], max_samples: int, timeout: int, chunk: int) -> list[dict]:
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "results.jsonl"
+        pending = list(names)
+        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        env.setdefault("TORCHNEURON_CACHE_DIR", str(Path(tmp) / "cache"))
+        while pending:
+            batch = pending[:chunk]
+            cmd = [sys.executable, __file__, "--worker", "--ops", ",".join(batch), "--dtypes", ",".join(dtypes),
+                   "--max-samples", str(max_samples), "--results", str(out), "--timeout", str(timeout)]
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            done = set()
+            if out.exists():
+                for line in out.read_text().splitlines():
+                    r = json.loads(line)
+                    results[r["op"]] = r
+                    done.add(r["op"])
+            remaining = [n for n in batch if n not in done]
+            if remaining and proc.returncode != 0:
+                crashed = remaining[0]
+                why = (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1][:200]
+                results[crashed] = {"op": crashed, "dtypes": {d: {"status": "missing", "events": [
+                    ["(crash)", "missing", f"worker died (exit {proc.returncode}): {why}"]]} for d in dtypes}}
+                remaining = remaining[1:]
+            pending = remaining + pending[chunk:]
+            print(f"[{len(results)}/{len(names)}] {time.strftime('%H:%M:%S')}", file=sys.stderr, flush=True)
+    return [results[n] for n in names if n in results]
+
+
+def build_table(results: list[dict]) -> dict:
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    causes: dict[str, str] = {}
+    runtime: set[str] = set(RUNTIME_OPS)
+    for r in results:
+        for dt in r["dtypes"].values():
+            for name, status, cause in dt["events"]:
+                if name.startswith("("):
+                    continue
+                if status == "runtime":
+                    runtime.add(name)
+                    continue
+                counts[name][status] += 1
+                if status != "lowered" and name not in causes:
+                    causes[name] = cause
+    overloads = {}
+    for name, c in sorted(counts.items()):
+        if c["lowered"] + c["mismatch"] == 0:
+            overloads[name] = "missing"
+        elif c["mismatch"]:
+            overloads[name] = "mismatch"
+        else:
+            overloads[name] = "lowered"
+            if c["missing"]:
+                causes[name] = "partial: " + causes.get(name, "")
+    opinfo = {r["op"]: {d: (v["status"], _op_cause(v)) for d, v in r["dtypes"].items()} for r in results}
+    return {"OVERLOADS": overloads, "CAUSES": {k: v for k, v in sorted(causes.items()) if k in overloads},
+            "RUNTIME": sorted(runtime - set(overloads)), "OPINFO": opinfo}
+
+
+def _op_cause(v: dict) -> str:
+    for want in ("missing", "mismatch"):
+        for name, status, cause in v["events"]:
+            if status == want:
+                return f"{name}: {cause}"
+    return ""
+
+
+def write_table(table: dict, meta: dict) -> None:
+    lines = ['"""Generated by tools/gen_op_coverage.py; do not edit.', "",
+             "The single source of truth for op coverage: read by torchneuron.lowering.coverage (fallback_ops(),",
+             'the op policy) and rendered into docs/op_coverage.md."""', "",
+             f"GENERATED: dict[str, str] = {meta!r}", "",
+             "# ATen overload -> lowered | mismatch | missing", "OVERLOADS: dict[str, str] = {"]
+    lines += [f"    {k!r}: {v!r}," for k, v in table["OVERLOADS"].items()]
+    lines += ["}", "", "# why an overload is not plainly lowered", "CAUSES: dict[str, str] = {"]
+    lines += [f"    {k!r}: {v!r}," for k, v in table["CAUSES"].items()]
+    lines += ["}", "", "# runtime operations (allocation, copies, views, scalar reads): never compiled",
+              "RUNTIME: frozenset[str] = frozenset({"]
+    lines += [f"    {k!r}," for k in table["RUNTIME"]]
+    lines += ["})", "", "# OpInfo op -> dtype -> (lowered | mismatched | missing | n/a, cause)",
+              "OPINFO: dict[str, dict[str, tuple[str, str]]] = {"]
+    for k, v in table["OPINFO"].items():
+        lines.append(f"    {k!r}: {{{', '.join(f'{d!r}: {tuple(s)!r}' for d, s in v.items())}}},")
+    lines += ["}", ""]
+    TABLE.write_text("\n".join(lines))
+
+
+def summary(opinfo: dict, dtype: str) -> dict[str, int]:
+    c = defaultdict(int)
+    for v in opinfo.values():
+        if dtype in v:
+            c[v[dtype][0]] += 1
+    return dict(c)
+
+
+def write_doc() -> None:
+    sys.path.insert(0, str(ROOT))
+    import importlib
+
+    import torchneuron.lowering.op_table as t
+
+    importlib.reload(t)
+    out = ["# Op coverage: StableHLO lowering validated on XLA:CPU", "",
+           "Generated by `python tools/gen_op_coverage.py` from `torchneuron/lowering/op_table.py` (the single source",
+           "of truth, also read by `torchneuron.fallback_ops()`); do not edit by hand.", "",
+           "Every OpInfo op is run on its first CPU samples; every ATen op a sample executes goes through the",
+           "strict-eager path (single-op lowering → StableHLO → XLA:CPU) and is compared with CPU eager",
+           "(float32: rtol 1.3e-4, atol 1e-4; bfloat16: rtol 3.2e-2, atol 2e-2).", "",
+           f"Generated with: {', '.join(f'{k} {v}' for k, v in t.GENERATED.items())}", "", "## Summary", "",
+           "| dtype | ops | lowered + matched | mismatched | missing | lowered % |", "|---|---|---|---|---|---|"]
+    for dt in DTYPES:
+        s = summary(t.OPINFO, dt)
+        n = s.get("lowered", 0) + s.get("mismatched", 0) + s.get("missing", 0)
+        pct = 100.0 * s.get("lowered", 0) / n if n else 0.0
+        out.append(f"| {dt} | {n} | {s.get('lowered', 0)} | {s.get('mismatched', 0)} | {s.get('missing', 0)} | {pct:.1f} % |")
+    ov = defaultdict(int)
+    for v in t.OVERLOADS.values():
+        ov[v] += 1
+    out += ["", f"ATen overloads seen: {len(t.OVERLOADS)} computing ({ov['lowered']} lowered, {ov['mismatch']} mismatch, "
+            f"{ov['missing']} missing) and {len(t.RUNTIME)} runtime operations (views, allocation, copies).", ""]
+    for title, want in (("Mismatched (float32)", "mismatched"), ("Missing (float32)", "missing")):
+        rows = [(k, v["float32"][1]) for k, v in t.OPINFO.items() if v.get("float32", ("",))[0] == want]
+        out += [f"## {title}: {len(rows)}", "", "| op | cause |", "|---|---|"]
+        out += [f"| `{k}` | {_md(c)} |" for k, c in rows]
+        out.append("")
+    out += ["## All OpInfo ops", "", "| op | float32 | bfloat16 |", "|---|---|---|"]
+    for k, v in t.OPINFO.items():
+        out.append(f"| `{k}` | {v.get('float32', ('n/a',))[0]} | {v.get('bfloat16', ('n/a',))[0]} |")
+    out += ["", "## ATen overloads not plainly lowered", "", "| overload | status | cause |", "|---|---|---|"]
+    for k, v in t.OVERLOADS.items():
+        if v != "lowered" or k in t.CAUSES:
+            out.append(f"| `{k}` | {v} | {_md(t.CAUSES.get(k, ''))} |")
+    out.append("")
+    DOC.parent.mkdir(exist_ok=True)
+    DOC.write_text("\n".join(out))
+
+
+def _md(s: str) -> str:
+    return s.replace("|", "\\|").replace("\n", " ")[:240]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ops", default="", help="comma-separated OpInfo names (default: all)")
+    p.add_argument("--dtypes", default=",".join(DTYPES))
+    p.add_argument("--max-samples", type=int, default=3)
+    p.add_argument("--timeout", type=int, default=120, help="seconds per op and dtype")
+    p.add_argument("--chunk", type=int, default=40, help="ops per worker process")
+    p.add_argument("--write", action="store_true", help="write table and doc even for a subset")
+    p.add_argument("--doc-only", action="store_true")
+    p.add_argument("--json", default="", help="also dump raw results here")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--results", default="", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    dtypes = a.dtypes.split(",")
+    if a.worker:
+        _worker(a.ops.split(","), dtypes, a.max_samples, Path(a.results), a.timeout)
+        return
+    if a.doc_only:
+        write_doc()
+        return
+    names = a.ops.split(",") if a.ops else _all_names()
+    t0 = time.time()
+    results = sweep(names, dtypes, a.max_samples, a.timeout, a.chunk)
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+    table = build_table(results)
+    for dt in dtypes:
+        print(dt, summary(table["OPINFO"], dt))
+    if a.ops and not a.write:
+        for r in results:
+            for d, v in r["dtypes"].items():
+                print(r["op"], d, v["status"], _op_cause(v))
+        return
+    import torch
+    from importlib import metadata
+
+    meta = {"torch": torch.__version__, "torch-mlir": metadata.version("torch-mlir"),
+            "jaxlib": metadata.version("jaxlib"), "samples per op": str(a.max_samples),
+            "sweep seconds": f"{time.time() - t0:.0f}"}
+    write_table(table, meta)
+    write_doc()
+
+
+if __name__ == "__main__":
+    main()

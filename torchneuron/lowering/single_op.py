@@ -1,0 +1,375 @@
+"""Single-op lowering for eager execution: one ATen op call → a compiled program, cached by signature.
+
+The signature of a call is (op, per argument: ``(shape, dtype)`` for tensors, the Python type for scalars
+that become tensors, the value for everything else). Two rules keep the hit rate high:
+
+- *scalars become tensors*: a ``Scalar`` argument (``x * 0.5``, ``x.add_(1)``, ``clamp(x, min=0)``) is passed
+  as a 0-d tensor argument when the op has an overload taking a ``Tensor`` there (``mul.Scalar`` →
+  ``mul.Tensor``), so the IR does not depend on the value. Float scalars become default-dtype tensors, ints
+  int64 and bools bool — which promote like PyTorch's wrapped numbers; where the result dtype could still
+  differ (all-0-d calls), the result is cast to the dtype PyTorch's own meta function gives.
+- *strides stay out of the IR*: every tensor argument is a dense row-major array; non-contiguous inputs are
+  made contiguous on the host before the call, so a transposed and a contiguous input share one program.
+
+float64 (complex128) tensors are computed in float32 (complex64) and the results cast back, as NeuronCores
+do (``TORCHNEURON_FP64=emulate``, the default; ``native`` keeps float64 in the IR).
+In-place and ``out=`` ops are functionalized: the program returns the new values and they are written into
+the given tensors, which are returned as the schema says.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import torch
+
+from .. import _env
+from . import device as dev
+from .errors import LoweringError
+
+_Tensor = torch.Tensor
+_NUMBER_TYPES = ("number", "Optional[number]")
+
+
+class Unsupported(LoweringError):
+    """This call has no single-op lowering (the op runs on the host path, and counts as a fallback)."""
+
+
+# --------------------------------------------------------------------------------------------- op analysis
+class OpInfo:
+    """What the executor needs to know about an overload, computed once per op."""
+
+    def __init__(self, op: torch._ops.OpOverload):
+        schema = op._schema
+        self.op = op
+        self.name = op.name()
+        self.arg_names = [a.name for a in schema.arguments]
+        self.kwarg_only = {a.name for a in schema.arguments if a.kwarg_only}
+        self.defaults = {a.name: a.default_value for a in schema.arguments if a.has_default_value()}
+        self.returns_view = (any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+                             or torch.Tag.inplace_view in op.tags)
+        self.tensor_returns = all(str(r.type) in ("Tensor", "List[Tensor]") for r in schema.returns)
+        self.random = torch.Tag.nondeterministic_seeded in op.tags
+        # return i aliases (writes) argument name -> returned as the caller's tensor
+        self.write_returns: list[str | None] = []
+        for r in schema.returns:
+            target = None
+            if r.alias_info is not None and r.alias_info.is_write:
+                for a in schema.arguments:
+                    if a.alias_info is not None and a.alias_info.before_set == r.alias_info.before_set:
+                        target = a.name
+            self.write_returns.append(target)
+        self.twin, self.converted = _tensor_twin(op)
+
+    def reason_unsupported(self) -> str | None:
+        if self.returns_view:
+            return "view"  # views are metadata operations of the runtime, not computations
+        if not self.tensor_returns:
+            return "returns a non-tensor value"
+        if self.random:
+            return "random op (runs on the host generator; no StableHLO RNG lowering)"
+        return None
+
+
+def _tensor_twin(op: torch._ops.OpOverload) -> tuple[torch._ops.OpOverload | None, frozenset]:
+    """The sibling overload that takes Tensors where ``op`` takes Scalars (``add.Scalar`` → ``add.Tensor``),
+    and the names of the arguments that convert."""
+    args = op._schema.arguments
+    scalar = {a.name for a in args if str(a.type) in _NUMBER_TYPES}
+    if not scalar:
+        return None, frozenset()
+    packet = op._overloadpacket
+    best: tuple[torch._ops.OpOverload | None, frozenset] = (None, frozenset())
+    for ov_name in packet.overloads():
+        cand = getattr(packet, ov_name)
+        cargs = cand._schema.arguments
+        if cand is op or len(cargs) != len(args) or len(cand._schema.returns) != len(op._schema.returns):
+            continue
+        converted = set()
+        ok = True
+        for a, c in zip(args, cargs):
+            at, ct = str(a.type), str(c.type)
+            if a.kwarg_only != c.kwarg_only or (a.alias_info is None) != (c.alias_info is None):
+                ok = False
+                break
+            if at == ct:
+                continue
+            if a.name in scalar and ct in ("Tensor", "Optional[Tensor]"):
+                converted.add(a.name)
+                continue
+            ok = False
+            break
+        if ok and len(converted) > len(best[1]):
+            best = (cand, frozenset(converted))
+    return best
+
+
+@functools.cache
+def op_info(op: torch._ops.OpOverload) -> OpInfo:
+    return OpInfo(op)
+
+
+# ------------------------------------------------------------------------------------------- signatures
+def _emulate_fp64() -> bool:
+    return _env.get(_env.FP64).strip().lower() != "native"
+
+
+_COMPUTE_DTYPE = {torch.float64: torch.float32, torch.complex128: torch.complex64}
+
+
+def _scalar_dtype(v: Any) -> torch.dtype:
+    if isinstance(v, bool):
+        return torch.bool
+    if isinstance(v, int):
+        return torch.int64
+    if isinstance(v, complex):
+        return torch.complex64
+    return torch.get_default_dtype()
+
+
+def bind(info: OpInfo, args: tuple, kwargs: dict) -> list[Any]:
+    """Argument values in schema order (defaults filled in)."""
+    values = list(args)
+    names = info.arg_names
+    for name in names[len(values):]:
+        if name in kwargs:
+            values.append(kwargs[name])
+        elif name in info.defaults:
+            values.append(info.defaults[name])
+        else:
+            values.append(None)
+    return values
+
+
+def signature(info: OpInfo, values: list[Any]) -> tuple[tuple, list[Any]]:
+    """(hashable key, flat dynamic inputs: tensors and converted scalars in order)."""
+    key: list[Any] = [info.op]
+    dyn: list[Any] = []
+    converted = info.converted
+    for name, v in zip(info.arg_names, values):
+        if isinstance(v, _Tensor):
+            key.append((v.shape, v.dtype))
+            dyn.append(v)
+        elif name in converted and isinstance(v, (int, float, bool, complex)):
+            key.append(type(v))
+            dyn.append(v)
+        elif isinstance(v, (list, tuple)):
+            sub = []
+            for e in v:
+                if isinstance(e, _Tensor):
+                    sub.append((e.shape, e.dtype))
+                    dyn.append(e)
+                else:
+                    sub.append(e)
+            key.append(tuple(sub))
+        else:
+            key.append(v)
+    return tuple(key), dyn
+
+
+# ---------------------------------------------------------------------------------------------- programs
+class OpProgram:
+    """A compiled single-op program and how to feed it and unpack its results."""
+
+    def __init__(self, info: OpInfo, values: list[Any], dyn: list[Any]):
+        from ..compiler import driver
+        from .trace import trace
+
+        self.info = info
+        emulate = _emulate_fp64()
+        use_twin = info.twin is not None and any(
+            name in info.converted and not isinstance(v, _Tensor) and v is not None
+            for name, v in zip(info.arg_names, values))
+        target_op = info.twin if use_twin else info.op
+        # per dynamic input: ("t", compute dtype or None) for tensors, ("s", dtype) for converted scalars
+        self.kinds: list[tuple[str, torch.dtype | None]] = []
+        examples: list[torch.Tensor] = []
+        for v in dyn:
+            if isinstance(v, _Tensor):
+                cast = _COMPUTE_DTYPE.get(v.dtype) if emulate else None
+                self.kinds.append(("t", cast))
+                examples.append(torch.empty(tuple(v.shape), dtype=cast or v.dtype))
+            else:
+                dt = _scalar_dtype(v)
+                self.kinds.append(("s", dt))
+                examples.append(torch.tensor(v, dtype=dt))
+        template = list(values)
+        names = info.arg_names
+        kwarg_only = info.kwarg_only
+
+        def call(*flat: torch.Tensor):
+            it = iter(flat)
+            vals = []
+            for name, v in zip(names, template):
+                if isinstance(v, _Tensor) or (use_twin and name in info.converted and v is not None
+                                              and isinstance(v, (int, float, bool, complex))):
+                    vals.append(next(it))
+                elif isinstance(v, (list, tuple)) and any(isinstance(e, _Tensor) for e in v):
+                    vals.append(type(v)(next(it) if isinstance(e, _Tensor) else e for e in v))
+                else:
+                    vals.append(v)
+            pos = [v for n, v in zip(names, vals) if n not in kwarg_only]
+            kw = {n: v for n, v in zip(names, vals) if n in kwarg_only}
+            return target_op(*pos, **kw)
+
+        try:
+            tg = trace(call, tuple(examples))
+        except LoweringError as e:
+            raise Unsupported(str(e), op=info.name) from None
+        except Exception as e:  # tracing itself failed (an op PyTorch cannot trace with fake tensors)
+            raise Unsupported(f"cannot trace {info.name} with fake tensors: {type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else ''}", op=info.name) from None
+        self.stablehlo = tg.stablehlo
+        self.mutated = tg.mutated_inputs
+        self.layout = tg.out_layout
+        try:
+            self.exe = driver.compile(tg.stablehlo, target="sim", kind="eager")
+        except driver.CompileError as e:
+            raise Unsupported(str(e), op=info.name) from None
+        # The dtypes PyTorch gives each result; cast where the lowered program differs (fp64, 0-d promotion).
+        expected = _expected_dtypes(info.op, values)
+        out_node = next(n for n in reversed(tg.gm.graph.nodes) if n.op == "output")
+        produced = [n.meta["val"].dtype for n in out_node.args[0]]
+        n_user = len(produced) - len(self.mutated)
+        self.casts: list[torch.dtype | None] = [None] * len(produced)
+        user_slots = [s for s in self.layout.slots if isinstance(s, int)]
+        for slot, want in zip(user_slots, expected):
+            if want is not None and slot < n_user and produced[slot] != want:
+                self.casts[slot] = want
+        for j, idx in enumerate(self.mutated):
+            src = values_tensor(dyn, idx)
+            if src is not None and produced[n_user + j] != src.dtype:
+                self.casts[n_user + j] = src.dtype
+        self.n_user = n_user
+        self.constants = tg.constants
+        self._scalars: dict[tuple, Any] = {}
+
+    def _scalar_buffer(self, v: Any, dt: torch.dtype):
+        k = (type(v), v, dt)
+        b = self._scalars.get(k)
+        if b is None:
+            t = torch.tensor(v, dtype=dt)
+            b = (self.exe.buffer(t), t)
+            if len(self._scalars) < 256:
+                self._scalars[k] = b
+        return b[0]
+
+    def __call__(self, info: OpInfo, values: list[Any], dyn: list[Any]) -> Any:
+        device = next(v.device for v in dyn if isinstance(v, _Tensor))
+        view = dev.host_views(device)
+        buffers = []
+        hosts = []
+        to_buffer = self.exe.buffer
+        for (kind, dt), v in zip(self.kinds, dyn):
+            if kind == "t":
+                h = view(v)
+                if dt is not None:
+                    h = h.to(dt)
+                elif not h.is_contiguous():
+                    h = h.contiguous()
+                hosts.append(h)
+                buffers.append(to_buffer(h))
+            else:
+                buffers.append(self._scalar_buffer(v, dt))
+        for c in self.constants:
+            buffers.append(to_buffer(c))
+        outs = self.exe.run_buffers(buffers)
+        for i, dt in enumerate(self.casts):
+            if dt is not None:
+                outs[i] = outs[i].to(dt)
+        for j, idx in enumerate(self.mutated):
+            view(dyn[idx]).copy_(outs[self.n_user + j])
+        adopt = dev.adopter(device)
+        result = self.layout.rebuild([adopt(o) for o in outs[:self.n_user]])
+        if any(info.write_returns):
+            named = dict(zip(info.arg_names, values))
+            if len(info.write_returns) == 1:
+                return named[info.write_returns[0]] if info.write_returns[0] else result
+            return tuple(named[w] if w else r for w, r in zip(info.write_returns, result))
+        return result
+
+
+def values_tensor(dyn: list[Any], idx: int) -> torch.Tensor | None:
+    v = dyn[idx] if idx < len(dyn) else None
+    return v if isinstance(v, _Tensor) else None
+
+
+def _expected_dtypes(op: torch._ops.OpOverload, values: list[Any]) -> list[torch.dtype | None]:
+    """Result dtypes from PyTorch's meta/fake implementation of the original op (flat, in return order)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    info = op_info(op)
+    try:
+        with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+            def fake(v):
+                if isinstance(v, _Tensor):
+                    return mode.from_tensor(torch.empty(tuple(v.shape), dtype=v.dtype))
+                if isinstance(v, (list, tuple)):
+                    return type(v)(fake(e) for e in v)
+                return v
+            fv = [fake(v) for v in values]
+            pos = [v for n, v in zip(info.arg_names, fv) if n not in info.kwarg_only]
+            kw = {n: v for n, v in zip(info.arg_names, fv) if n in info.kwarg_only}
+            out = op(*pos, **kw)
+    except Exception:
+        return []
+    import torch.utils._pytree as pytree
+
+    return [t.dtype if isinstance(t, _Tensor) else None for t in pytree.tree_leaves(out)]
+
+
+# ------------------------------------------------------------------------------------------------ cache
+class ProgramCache:
+    """(op, signature) → OpProgram, or the reason the call cannot be lowered."""
+
+    def __init__(self, max_entries: int = 8192):
+        self._programs: OrderedDict[tuple, OpProgram | Unsupported] = OrderedDict()
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+        self.builds = 0
+
+    def clear(self) -> None:
+        with self._lock:
+            self._programs.clear()
+
+    def lookup(self, op: torch._ops.OpOverload, args: tuple, kwargs: dict):
+        """(program or Unsupported, info, values, dyn)."""
+        info = op_info(op)
+        values = bind(info, args, kwargs)
+        key, dyn = signature(info, values)
+        prog = self._programs.get(key)
+        if prog is None:
+            reason = info.reason_unsupported()
+            if reason is not None:
+                prog = Unsupported(f"{info.name}: {reason}", op=info.name)
+            elif not any(isinstance(v, _Tensor) for v in dyn):
+                prog = Unsupported(f"{info.name}: no tensor inputs (a factory op; the runtime allocates)", op=info.name)
+            else:
+                try:
+                    prog = OpProgram(info, values, dyn)
+                except Unsupported as e:
+                    prog = e
+                self.builds += 1
+            with self._lock:
+                self._programs[key] = prog
+                if len(self._programs) > self.max_entries:
+                    self._programs.popitem(last=False)
+        return prog, info, values, dyn
+
+
+_CACHE = ProgramCache()
+
+
+def program_cache() -> ProgramCache:
+    return _CACHE
+
+
+def run_op(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
+    """Run one ATen op through lowering + XLA:CPU; raises ``Unsupported`` if it has no lowering."""
+    prog, info, values, dyn = _CACHE.lookup(op, args, kwargs)
+    if isinstance(prog, Unsupported):
+        raise prog
+    return prog(info, values, dyn)
