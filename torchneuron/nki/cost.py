@@ -101,13 +101,16 @@ class CostModel:
         self._finish(writes, start + ns + latency_cycles / self._clock(engine))
 
     def dma(self, nbytes: float, chunks: int, reads: Any = (), writes: Any = ()) -> None:
-        chunk = nbytes / max(chunks, 1)
-        effective = max(chunk, DMA_MIN_CHUNK_BYTES) * max(chunks, 1)
-        ns = effective / self.target.dma_bytes_per_ns_per_engine
-        queue = min(range(len(self.dma_free)), key=self.dma_free.__getitem__)
-        start = max(self.dma_free[queue], self._deps(reads))
-        self.dma_free[queue] = start + ns
-        self.busy["dma"] += ns / len(self.dma_free)  # wall-equivalent: all queues move data at once
+        """A transfer's descriptors (one per contiguous run) spread over up to all queues at once."""
+        chunks = max(chunks, 1)
+        effective = max(nbytes / chunks, DMA_MIN_CHUNK_BYTES) * chunks
+        lanes = min(len(self.dma_free), chunks)
+        queues = sorted(range(len(self.dma_free)), key=self.dma_free.__getitem__)[:lanes]
+        ns = effective / lanes / self.target.dma_bytes_per_ns_per_engine
+        start = max(max(self.dma_free[q] for q in queues), self._deps(reads))
+        for q in queues:
+            self.dma_free[q] = start + ns
+        self.busy["dma"] += ns * lanes / len(self.dma_free)  # wall-equivalent of all queues together
         self.counts["dma"] += 1
         self.dma_bytes += nbytes
         self._finish(writes, start + ns + DMA_LATENCY_NS)

@@ -72,6 +72,7 @@ class Storage:
         self.written: np.ndarray | None = np.zeros(size, dtype=np.bool_) if track_writes else None
         # PSUM: True where the next `accumulate=None` matmul must overwrite instead of add.
         self.psum_fresh: np.ndarray | None = np.ones(size, dtype=np.bool_) if buffer == PSUM else None
+        self.pending = None  # a deferred PSUM accumulation group (core.pending)
 
     @property
     def size(self) -> int:

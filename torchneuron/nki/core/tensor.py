@@ -18,6 +18,7 @@ from .. import dtypes
 from ..errors import ERR_1D_ARANGE, ERR_MIXED_INDEXING, ERR_OOB, ERR_SHAPE, ERR_TRUTH_VALUE, fail
 from .buffers import PSUM, Buffer, Storage
 from .indexing import IndexArray, Mask
+from .pending import flush
 
 
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -133,6 +134,8 @@ class NkiTensor:
 
     def read(self, mask: np.ndarray | None = None) -> np.ndarray:
         """The values in storage dtype (masked-off gather elements read element 0 instead of faulting)."""
+        if self.storage.pending is not None:
+            flush(self.storage)
         data = self.storage.data
         if self.index is None:
             return self._strided(data)
@@ -142,6 +145,8 @@ class NkiTensor:
         """Store already-cast `values` (broadcast to this view) where `mask` holds; keep the bookkeeping."""
         values = np.broadcast_to(values, self.shape)
         st = self.storage
+        if st.pending is not None:
+            flush(st)
         if self.index is None:
             targets = [(st.data, values)]
             if st.written is not None:
@@ -169,6 +174,8 @@ class NkiTensor:
         """PSUM accumulation groups: a read by another engine ends the group (next matmul overwrites)."""
         if self.storage.psum_fresh is None:
             return
+        if self.storage.pending is not None:
+            flush(self.storage)
         if self.index is None:
             view = self._strided(self.storage.psum_fresh)
             if mask is None:
@@ -182,6 +189,8 @@ class NkiTensor:
     def psum_fresh_values(self) -> np.ndarray:
         fresh = self.storage.psum_fresh
         assert fresh is not None
+        if self.storage.pending is not None:
+            flush(self.storage)
         return self._strided(fresh) if self.index is None else fresh[self.index]
 
     def numpy(self) -> np.ndarray:

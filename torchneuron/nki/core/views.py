@@ -12,6 +12,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .. import dtypes
 from ..errors import ERR_MEMORY, ERR_OOB, ERR_SHAPE, fail
+from .pending import flush
 from .tensor import NkiTensor
 
 
@@ -202,6 +203,7 @@ def reinterpret(t: NkiTensor, dtype: Any) -> NkiTensor:
                    f"({t.itemsize} -> {dtypes.itemsize(dt)} bytes).", "reinterpret only between types of the "
                    "same width, or copy with nl.copy(x, dtype=...) to convert values.")
     st = t.storage
+    flush(st)
     alias = Storage(st.shape, dt, st.buffer, st.name, st.partition_axis,
                     data=st.data.view(dtypes.storage_dtype(dt)))
     alias.written, alias.psum_fresh = st.written, st.psum_fresh

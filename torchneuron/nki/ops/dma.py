@@ -31,6 +31,8 @@ def _chunks(t: NkiTensor) -> int:
         if s != inner and n > 1:
             break
         inner *= n
+    if t.buffer.on_chip:  # a run never crosses partitions: each partition is its own memory
+        inner = min(inner, t.free_size)
     return max(t.size // max(inner, 1), 1)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import cost, dtypes
-from ..core import context
+from ..core import context, pending
 from ..core.buffers import PSUM, SBUF
 from ..core.tensor import NkiTensor
 from ..errors import ERR_DIM_LIMIT, ERR_DTYPE, ERR_PARTITION_MISMATCH, ERR_PARTITIONS, ERR_SHAPE, fail
@@ -66,18 +66,29 @@ def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, accumula
     run = context.current()
     a = _as_2d(stationary, read(stationary, mask_for(mask, stationary.shape)))
     b = _as_2d(moving, read(moving, mask_for(mask, moving.shape)))
-    result = (a.T @ b).reshape(dst.shape) if dst.pdim == 0 else np.moveaxis((a.T @ b).reshape(
-        (m,) + tuple(s for i, s in enumerate(dst.shape) if i != dst.pdim)), 0, dst.pdim)
-    if is_transpose and dst.dtype not in _FP32_FAMILY:
-        write(dst, result, mask, api)
+    deferrable = mask is None and dst.index is None and not (is_transpose and dst.dtype not in _FP32_FAMILY)
+    group = dst.storage.pending
+    if group is not None and (not deferrable or accumulate is False or group.key != pending.view_key(dst)):
+        pending.flush(dst.storage)
+        group = None
+    if deferrable:
+        if group is None:
+            group = dst.storage.pending = pending.PendingMatmul(pending.view_key(dst), dst, accumulate)
+        # fp32 operands may still be views of SBUF: snapshot them, the kernel may overwrite the tiles
+        group.stationary.append(a.copy() if np.may_share_memory(a, stationary.storage.data) else a)
+        group.moving.append(b.copy() if np.may_share_memory(b, moving.storage.data) else b)
     else:
-        if accumulate is True:
-            result = read(dst) + result
-        elif accumulate is None:
-            fresh = dst.psum_fresh_values()
-            if not fresh.all():
-                result = np.where(fresh, result, dtypes.to_compute(dst.read()) + result)
-        write(dst, result, mask, api, from_matmul=True)
+        result = pending.shape_result(dst, pending.product(a, b))
+        if is_transpose and dst.dtype not in _FP32_FAMILY:
+            write(dst, result, mask, api)
+        else:
+            if accumulate is True:
+                result = read(dst) + result
+            elif accumulate is None:
+                fresh = dst.psum_fresh_values()
+                if not fresh.all():
+                    result = np.where(fresh, result, dtypes.to_compute(dst.read()) + result)
+            write(dst, result, mask, api, from_matmul=True)
     fp32 = stationary.dtype in _FP32_FAMILY and moving.dtype in _FP32_FAMILY
     run.cost.compute("tensor", cost.matmul_cycles(m, n, fp32), storages(stationary, moving), [dst.storage],
                      cost.MM_INIT_LATENCY, flops=2.0 * k * m * n)
