@@ -160,6 +160,9 @@ class Compiled:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         lw = self.lowered
         flat, device = lw._arguments(args, kwargs)
+        if any(type(t).__name__ in ("FakeTensor", "FunctionalTensor") for t in flat):
+            raise TypeError(f"{lw.name}: cannot run a lowered program on fake/functional tensors (they have no "
+                            "data); call it with real tensors")
         view = dev.host_views(device)
         hosts = [view(t) for t in flat]
         hosts = [h if h.is_contiguous() else h.contiguous() for h in hosts]

@@ -18,6 +18,8 @@ from collections.abc import Callable
 
 import torch
 
+from . import attention
+
 aten = torch.ops.aten
 
 
@@ -32,6 +34,9 @@ def _added() -> list:
         "_softmax_backward_data", "_log_softmax_backward_data", "embedding_dense_backward",
         "mse_loss_backward", "nll_loss_backward", "slice_backward", "select_backward",
         "diagonal_backward", "unfold_backward", "native_batch_norm_backward",
+        # eval-mode native_batch_norm lowers to 0-element saved statistics that torch-mlir mis-types;
+        # the decomposition also makes training-mode running-stat updates visible to functionalization
+        "native_batch_norm",
     ]
     return [p for p in (getattr(aten, n, None) for n in names) if p is not None]
 
@@ -85,6 +90,15 @@ def _zero_d_wrapper(op: torch._ops.OpOverload, inner: Callable | None) -> Callab
     return decomp
 
 
+def _view_any_strides(x, size):
+    """``view`` on a non-contiguous tensor: in a value-semantic IR a view is a reshape. Retracing a graph
+    (an AOTAutograd backward) with other decompositions can give intermediates other strides than the ones
+    its ``view`` calls assumed, so views never depend on strides here."""
+    if x.is_contiguous():
+        return NotImplemented
+    return aten._unsafe_view.default(aten.clone.default(x, memory_format=torch.contiguous_format), size)
+
+
 def _stable_sort(x, *, stable=None, dim=-1, descending=False):
     return aten.sort.default(x, dim, descending)
 
@@ -102,6 +116,8 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     for op, fn in get_decompositions(_added()).items():
         table.setdefault(op, fn)
     table.setdefault(aten.sort.stable, _stable_sort)
+    table.update(attention.table())  # replaces PyTorch's (its logsumexp output is wrong)
+    table.setdefault(aten.view.default, _view_any_strides)
     for name in _DIM_OPS:
         packet = getattr(aten, name, None)
         if packet is None:

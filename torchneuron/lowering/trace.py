@@ -43,7 +43,9 @@ class TracedGraph:
 
 
 def _fake_like(t: torch.Tensor) -> torch.Tensor:
-    return torch.empty(tuple(t.shape), dtype=t.dtype, device="cpu")
+    """A CPU stand-in with the example's sizes and strides (graphs from AOTAutograd ``view`` saved tensors
+    assuming their strides); the IR itself is value-semantic, so strides never reach it."""
+    return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="cpu")
 
 
 def _convert_input_mutations(gm: fx.GraphModule) -> list[int]:
@@ -76,7 +78,7 @@ def _make_fx(fn, flat_fakes: list[torch.Tensor], table: dict) -> fx.GraphModule:
     from torch.fx.experimental.proxy_tensor import make_fx
 
     try:
-        return make_fx(torch.func.functionalize(fn, remove="mutations_and_views"),
+        return make_fx(torch.func.functionalize(fn, remove="mutations"),
                        decomposition_table=table, tracing_mode="fake")(*flat_fakes)
     except Exception as e:
         name = type(e).__name__
