@@ -100,24 +100,32 @@ def _wrap_input(value: Any, buffer: Any, name: str) -> _Input | None:
 
 
 def _kernel_location(func: Callable[..., Any], want_return: bool) -> SourceLocation:
+    """The kernel's `def` line, or its last `return` line for checks on what it returned."""
     code = func.__code__
     line = code.co_firstlineno
-    if want_return:
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+        node = tree.body[0]
+        # getsource starts at the first decorator, which is co_firstlineno: ast line 1
+        line = code.co_firstlineno + node.lineno - 1
+        if want_return:
             returns = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Return)]
             if returns:
                 line = code.co_firstlineno + max(returns) - 1
-        except (OSError, SyntaxError, TypeError):
-            pass
+    except (OSError, SyntaxError, TypeError, IndexError):
+        pass
     return SourceLocation(code.co_filename, line, code.co_name)
 
 
 def _check_annotations(func: Callable[..., Any], bound: inspect.BoundArguments) -> None:
     from .typing import TensorType
 
+    try:  # kernels written under `from __future__ import annotations` keep them as strings
+        annotations = inspect.get_annotations(func, eval_str=True)
+    except Exception:  # noqa: BLE001 - an annotation we cannot evaluate is not ours to check
+        annotations = {}
     for pname, value in bound.arguments.items():
-        ann = func.__annotations__.get(pname)
+        ann = annotations.get(pname)
         if isinstance(ann, TensorType) and ann.shape is not None and isinstance(value, NkiTensor):
             if tuple(ann.shape) != value.shape:
                 raise NkiError(ERR_ANNOTATION, f"argument {pname!r} has shape {value.shape} but is annotated "

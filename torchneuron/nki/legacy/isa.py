@@ -47,6 +47,7 @@ def _dt(x: Any) -> Any:
 def nc_matmul(stationary: NkiTensor, moving: NkiTensor, is_stationary_onezero: bool = False,
               is_moving_onezero: bool = False, is_transpose: bool = False, mask: Any = None, **kwargs: Any) -> NkiTensor:
     """Returns stationary.T @ moving as a fresh fp32 PSUM tile (accumulate with `psum += ...`)."""
+    _mm.check_matmul("nc_matmul", None, stationary, moving, is_transpose)
     dst = allocate((stationary.free_size, moving.free_size),
                    moving.dtype if is_transpose else dtypes.float32, PSUM)
     _mm.nc_matmul(dst, stationary, moving, accumulate=False, is_transpose=is_transpose, mask=mask_array(mask))
@@ -55,7 +56,8 @@ def nc_matmul(stationary: NkiTensor, moving: NkiTensor, is_stationary_onezero: b
 
 def nc_transpose(data: NkiTensor, engine: Any = engine.unknown, mask: Any = None, dtype: Any = None,
                  **kwargs: Any) -> NkiTensor:
-    vector = getattr(engine, "name", str(engine)) == "vector"
+    vector = _mm.engine_name(engine) == "vector"
+    _mm.check_transpose("nc_transpose", data, "vector" if vector else "tensor")
     dst = allocate((data.free_size, data.partitions), dtype or data.dtype, SBUF if vector else PSUM)
     _mm.nc_transpose(dst, data, engine, mask_array(mask))
     return dst

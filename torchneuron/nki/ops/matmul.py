@@ -20,7 +20,7 @@ def _as_2d(t: NkiTensor, values: np.ndarray) -> np.ndarray:
     return values.reshape(t.partitions, -1) if t.pdim == 0 else np.moveaxis(values, t.pdim, 0).reshape(t.partitions, -1)
 
 
-def _check_matmul(api: str, dst: NkiTensor | None, stationary: NkiTensor, moving: NkiTensor, is_transpose: bool) -> tuple[int, int, int]:
+def check_matmul(api: str, dst: NkiTensor | None, stationary: NkiTensor, moving: NkiTensor, is_transpose: bool) -> tuple[int, int, int]:
     run = context.current()
     t = run.target
     check_buffer(stationary, api, "stationary", (SBUF,))
@@ -53,16 +53,46 @@ def _check_matmul(api: str, dst: NkiTensor | None, stationary: NkiTensor, moving
             raise fail(ERR_DIM_LIMIT, f"'{api}' dst `{dst.name}` needs {dst.free_size * dtypes.itemsize(dst.dtype)} "
                        f"bytes per partition; a matmul writes one PSUM bank ({t.psum_bank_bytes} bytes).",
                        "split the moving operand so each result fits one bank.")
+        _check_bank(api, dst, t.psum_bank_bytes)
         if dst.dtype not in _FP32_FAMILY and not is_transpose:
             raise fail(ERR_DTYPE, f"'{api}' accumulates in fp32 but dst `{dst.name}` is {dtypes.name(dst.dtype)}.",
                        "allocate the PSUM result as nl.float32.")
     return k, m, n
 
 
+def _check_bank(api: str, dst: NkiTensor, bank_bytes: int) -> None:
+    """A matmul writes within one PSUM bank (2 KiB per partition); a result straddling two banks is illegal."""
+    if dst.index is not None:
+        return
+    st = dst.storage
+    free_start = (dst.offset % st.partition_stride) * dtypes.itemsize(dst.dtype) if st.partition_stride else 0
+    free_end = free_start + dst.free_size * dtypes.itemsize(dst.dtype) - 1
+    if free_start // bank_bytes != free_end // bank_bytes:
+        raise fail(ERR_DIM_LIMIT, f"'{api}' writes bytes [{free_start}, {free_end}] of each partition of `{dst.name}`, "
+                   f"across a PSUM bank boundary (banks are {bank_bytes} bytes).",
+                   "start each matmul result at a bank boundary (a multiple of 512 fp32 elements).")
+
+
+def check_transpose(api: str, data: NkiTensor, engine: str) -> None:
+    run = context.current()
+    check_partitions(data, api, "data")
+    p, f = data.partitions, data.free_size
+    limit = 32 if engine == "vector" else run.target.pmax
+    if p > limit or f > limit:
+        code = ERR_PARTITIONS if p > limit else ERR_DIM_LIMIT
+        raise fail(code, f"'{api}' on the {engine} engine transposes at most {limit}x{limit}, got {p}x{f}.",
+                   "transpose in blocks" + (" of 32x32 on the Vector engine." if engine == "vector" else " of 128x128."))
+
+
+def engine_name(engine: Any) -> str:
+    eng = str(getattr(engine, "name", engine) or "tensor").removesuffix("_engine")
+    return "tensor" if eng in ("unknown", "0", "None") else eng
+
+
 def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, accumulate: bool | None = None,
               is_transpose: bool = False, mask: np.ndarray | None = None, api: str = "nc_matmul") -> None:
     """dst[M, N] (PSUM) = stationary[K, M].T @ moving[K, N]; first write of a PSUM group overwrites."""
-    k, m, n = _check_matmul(api, dst, stationary, moving, is_transpose)
+    k, m, n = check_matmul(api, dst, stationary, moving, is_transpose)
     run = context.current()
     a = _as_2d(stationary, read(stationary, mask_for(mask, stationary.shape)))
     b = _as_2d(moving, read(moving, mask_for(mask, moving.shape)))
@@ -97,15 +127,9 @@ def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, accumula
 def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = None, mask: np.ndarray | None = None,
                  api: str = "nc_transpose") -> None:
     run = context.current()
-    eng = str(getattr(engine, "name", engine) or "tensor").removesuffix("_engine")
-    eng = "tensor" if eng in ("unknown", "0", "None") else eng
-    check_partitions(data, api, "data")
+    eng = engine_name(engine)
+    check_transpose(api, data, eng)
     p, f = data.partitions, data.free_size
-    limit = 32 if eng == "vector" else run.target.pmax
-    if p > limit or f > limit:
-        code = ERR_PARTITIONS if p > limit else ERR_DIM_LIMIT
-        raise fail(code, f"'{api}' on the {eng} engine transposes at most {limit}x{limit}, got {p}x{f}.",
-                   "transpose in blocks" + (" of 32x32 on the Vector engine." if eng == "vector" else " of 128x128."))
     if eng == "tensor":
         check_buffer(data, api, "data", (SBUF,))
         check_buffer(dst, api, "dst", (PSUM,))
