@@ -22,12 +22,12 @@ ALIASES: dict[str, str] = {
     "neuronxcc.nki": "torchneuron.nki.legacy",
     "neuronxcc.nki.language": "torchneuron.nki.legacy.language",
     "neuronxcc.nki.isa": "torchneuron.nki.legacy.isa",
-    "neuronxcc.nki.typing": "torchneuron.nki.typing",
+    "neuronxcc.nki.typing": "torchneuron.nki.legacy.typing",
     "neuronxcc.nki.compiler": "torchneuron.nki.legacy.compiler",
     "nki": "torchneuron.nki.current",
     "nki.language": "torchneuron.nki.current.language",
     "nki.isa": "torchneuron.nki.current.isa",
-    "nki.typing": "torchneuron.nki.typing",
+    "nki.typing": "torchneuron.nki.current.typing",
 }
 
 

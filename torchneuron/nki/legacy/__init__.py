@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import typing  # noqa: F401
+from . import typing  # noqa: F401
 from ..cost import CostReport  # noqa: F401
 from ..errors import NkiError  # noqa: F401
 from ..kernel import BenchmarkKernel, Kernel, ProfileKernel, as_kernel, decorator, estimate  # noqa: F401

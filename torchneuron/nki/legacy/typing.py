@@ -1,0 +1,3 @@
+"""`nki.typing` for this front end (one implementation: torchneuron.nki.typing)."""
+
+from ..typing import TensorType, mutable_tensor, scalar, tensor  # noqa: F401
