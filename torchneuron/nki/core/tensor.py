@@ -21,6 +21,9 @@ from .indexing import IndexArray, Mask
 from .pending import flush
 
 
+_RAW = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+
+
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1
     for s in reversed(shape):
@@ -117,7 +120,12 @@ class NkiTensor:
 
     def _strided(self, data: np.ndarray) -> np.ndarray:
         item = data.itemsize
-        return as_strided(data[self.offset:], self.shape, tuple(s * item for s in self.strides or ()))
+        strides = tuple(s * item for s in self.strides or ())
+        if data.dtype.type.__module__.startswith("ml_dtypes"):
+            # as_strided goes through __array_interface__, which loses ml_dtypes types: stride the raw bits
+            raw = data.view(_RAW[item])
+            return as_strided(raw[self.offset:], self.shape, strides).view(data.dtype)
+        return as_strided(data[self.offset:], self.shape, strides)
 
     def check_bounds(self, mask: np.ndarray | None = None) -> None:
         for dim, idx, size in self.pending:

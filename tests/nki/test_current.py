@@ -1,0 +1,286 @@
+"""The current (`nki` >= 0.3) front end: simulate on NumPy and torch, kernel[lnc], dst-first ISA,
+NkiTensor views and access patterns, registers and dynamic loops."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import torchneuron.nki.isa as nisa
+import torchneuron.nki.language as nl
+from torchneuron import nki
+
+RNG = np.random.default_rng(3)
+
+
+def f32(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape, dtype=np.float32)
+
+
+@nki.jit
+def scale_kernel(x, factor):
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    y = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=y, data=t, op0=nl.multiply, operand0=factor)
+    nisa.dma_copy(dst=out, src=y)
+    return out
+
+
+def test_simulate_numpy_and_torch() -> None:
+    torch = pytest.importorskip("torch")
+    x = f32(64, 32)
+    np.testing.assert_array_equal(nki.simulate(scale_kernel)(x, 2.0), x * 2)
+    xt = torch.from_numpy(x).to(torch.bfloat16)
+    got = nki.simulate(scale_kernel)(xt, 3.0)
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.bfloat16
+    torch.testing.assert_close(got, xt * 3.0, rtol=0, atol=0)
+    # calling a jitted kernel directly runs it on the simulator too
+    np.testing.assert_array_equal(scale_kernel(x, 0.5), x * 0.5)
+
+
+def test_inputs_written_in_place_numpy_and_torch() -> None:
+    torch = pytest.importorskip("torch")
+
+    @nki.jit
+    def bump(x):
+        t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+        nisa.dma_copy(dst=x, src=t)
+
+    x = f32(8, 8)
+    before = x.copy()
+    nki.simulate(bump)(x)
+    np.testing.assert_array_equal(x, before + 1)
+    xt = torch.zeros(8, 8)
+    nki.simulate(bump)(xt)
+    assert torch.equal(xt, torch.ones(8, 8))
+    xs = f32(8, 16)[:, ::2]  # non-contiguous: copied in, copied back
+    before = xs.copy()
+    nki.simulate(bump)(xs)
+    np.testing.assert_array_equal(xs, before + 1)
+
+
+def test_lnc_grid() -> None:
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        half = x.shape[0] // nl.num_programs()
+        r0 = nl.program_id(0) * half
+        t = nl.ndarray((half, x.shape[1]), x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[r0:r0 + half, :])
+        nisa.activation(dst=t, op=nl.exp, data=t)
+        nisa.dma_copy(dst=out[r0:r0 + half, :], src=t)
+        return out
+
+    x = f32(256, 64)
+    np.testing.assert_allclose(nki.simulate(k[2])(x), np.exp(x), rtol=1e-6)
+    np.testing.assert_allclose(nki.simulate(k[1])(x[:128]), np.exp(x[:128]), rtol=1e-6)
+    with pytest.raises(nki.NkiError, match="lnc 1 or 2"):
+        k[8]
+    with pytest.raises(nki.NkiError, match="lnc 1 or 2"):
+        k[2, 2]
+
+
+def test_views_and_access_patterns() -> None:
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((7, 64, 32), nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((64, 32), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        w = nl.ndarray((64, 32), nl.float32, buffer=nl.sbuf)
+        # permute/reshape on HBM: x.T of a [32, 64] view of the same bytes
+        nisa.dma_copy(dst=w, src=x.reshape((32, 64)).permute(1, 0))
+        nisa.dma_copy(dst=out[0], src=w)
+        # slice with step + expand/broadcast: every other column, repeated
+        nisa.dma_copy(dst=w, src=t.slice(1, 0, 32, 2).expand_dim(2).broadcast(2, 2).reshape((64, 32)))
+        nisa.dma_copy(dst=out[1], src=w)
+        # select one column, broadcast across the free dim
+        nisa.dma_copy(dst=w, src=t.select(1, 5).expand_dim(1).broadcast(1, 32))
+        nisa.dma_copy(dst=out[2], src=w)
+        # raw access pattern: rows reversed in pairs via [[stride, count], ...] over the storage
+        nisa.dma_copy(dst=w, src=x.ap([[32, 64], [1, 32]], offset=0))
+        nisa.dma_copy(dst=out[3], src=w)
+        nisa.dma_copy(dst=w, src=t.reshape_dim(1, (4, 8)).permute(0, 2, 1).flatten_dims(1, 2))
+        nisa.dma_copy(dst=out[4], src=w)
+        nisa.dma_copy(dst=w, src=t.rearrange("p (a b) -> p b a", a=4))
+        nisa.dma_copy(dst=out[5], src=w)
+        nisa.dma_copy(dst=w, src=t[nl.ds(0, 64), nl.ds(0, 32)].expand_dim(0).squeeze_dim(0))
+        nisa.dma_copy(dst=out[6], src=w)
+        return out
+
+    x = f32(64, 32)
+    got = k(x)
+    np.testing.assert_array_equal(got[0], x.reshape(32, 64).T)
+    np.testing.assert_array_equal(got[1], np.repeat(x[:, ::2], 2, axis=1))
+    np.testing.assert_array_equal(got[2], np.repeat(x[:, 5:6], 32, axis=1))
+    np.testing.assert_array_equal(got[3], x)
+    np.testing.assert_array_equal(got[4], x.reshape(64, 4, 8).transpose(0, 2, 1).reshape(64, 32))
+    np.testing.assert_array_equal(got[5], x.reshape(64, 4, 8).transpose(0, 2, 1).reshape(64, 32))
+    np.testing.assert_array_equal(got[6], x)
+
+
+def test_integer_indexing_rules_on_chip() -> None:
+    @nki.jit
+    def k(x):
+        t = nl.ndarray((64, 8, 32), nl.float32, buffer=nl.sbuf)
+        assert t[:, 0, 10].shape == (64, 1)       # would drop below 2-D: the last integer is kept
+        assert t[3].shape == (1, 8, 32)          # an integer on the partition dim keeps size 1
+        assert t[:, 2].shape == (64, 32)         # an integer on a free dim disappears
+        assert x[0].shape == (32,)               # HBM indexing is NumPy's
+
+    nki.simulate(k)(f32(4, 32))
+
+
+def test_vector_offset_gather() -> None:
+    @nki.jit
+    def k(table, idx):
+        out = nl.ndarray((4, 16), nl.float32, buffer=nl.shared_hbm)
+        ids = nl.ndarray((4, 1), nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ids, src=idx)
+        rows = nl.ndarray((4, 16), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=rows, src=table.ap([[16, 4], [1, 16]], vector_offset=ids, indirect_dim=0))
+        nisa.dma_copy(dst=out, src=rows)
+        return out
+
+    table = f32(10, 16)
+    idx = np.array([[7], [0], [3], [7]], np.int32)
+    np.testing.assert_array_equal(k(table, idx), table[[7, 0, 3, 7]])
+    with pytest.raises(nki.NkiError, match="err_tensor_access_out_of_bound"):
+        k(table, np.array([[7], [10], [3], [7]], np.int32))
+
+
+def test_registers_fori_loop_and_while_loop() -> None:
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((128, x.shape[1]), x.dtype, buffer=nl.sbuf)
+
+        def body(i):
+            nisa.dma_copy(dst=t, src=x[nl.ds(i * 128, 128), :])
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+            nisa.dma_copy(dst=out[nl.ds(i * 128, 128), :], src=t)
+
+        nl.fori_loop(0, x.shape[0] // 128, body)
+
+        counter = nisa.register_alloc(3)
+        cnt = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=cnt, value=0)
+
+        def step():
+            nisa.tensor_scalar(dst=cnt, data=cnt, op0=nl.add, operand0=1)
+            nisa.register_move(counter, counter - 1)
+            return counter
+
+        nl.while_loop(counter, step)
+        loaded = nisa.register_alloc()
+        nisa.register_load(loaded, cnt)
+        assert int(loaded) == 3
+        stored = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+        nisa.register_store(stored, loaded)
+        return out
+
+    x = f32(384, 16)
+    np.testing.assert_array_equal(k(x), x * 2)
+
+
+def test_nki_tensor_has_no_arithmetic_operators() -> None:
+    @nki.jit
+    def k(x):
+        t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        return t + t
+
+    with pytest.raises(nki.NkiError, match="nl.add"):
+        k(f32(4, 4))
+
+
+def test_jit_platform_target_refused_and_target_helpers(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(nki.NkiError, match="NEURON_PLATFORM_TARGET_OVERRIDE"):
+        nki.jit(platform_target="trn2")(lambda x: x)
+
+    @nki.jit
+    def k(x):
+        assert nl.is_hbm(x) and not nl.is_on_chip(x.buffer)
+        t = nl.ndarray((2, 2), nl.float32, buffer=nl.psum)
+        assert nl.is_psum(t) and nl.is_on_chip(t) and not nl.is_sbuf(t)
+        return int(nisa.get_nc_version())
+
+    assert nki.simulate(k)(f32(2, 2)) == 3
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "gen4")
+    assert nki.simulate(k)(f32(2, 2)) == 4
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "")
+    monkeypatch.setenv("TORCHNEURON_TARGET", "trn1")
+    assert nki.simulate(k)(f32(2, 2)) == 2
+
+
+def test_more_isa_ops() -> None:
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((6, 4, 16), nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((4, 16), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        r = nl.ndarray((4, 16), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor_scan(dst=r, data0=t, data1=t, initial=0.0, op0=nl.multiply, op1=nl.add)
+        nisa.dma_copy(dst=out[0], src=r)
+        nisa.iota(dst=r, pattern=[[1, 16]], offset=5, channel_multiplier=100)
+        nisa.dma_copy(dst=out[1], src=r)
+        m8 = nl.ndarray((4, 8), nl.float32, buffer=nl.sbuf)
+        nisa.max8(dst=m8, src=t)
+        idx = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
+        nisa.nc_find_index8(dst=idx, data=t, vals=m8)
+        both = nl.ndarray((4, 16), nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=both, value=0.0)
+        nisa.tensor_copy(dst=both[:, 0:8], src=m8)
+        nisa.tensor_copy(dst=both[:, 8:16], src=idx)
+        nisa.dma_copy(dst=out[2], src=both)
+        pred = nl.ndarray((4, 16), nl.uint8, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=pred, data=t, op0=nl.greater, operand0=0.0)
+        nisa.memset(dst=r, value=-1.0)
+        nisa.tensor_copy_predicated(dst=r, src=t, predicate=pred)
+        nisa.dma_copy(dst=out[3], src=r)
+        nisa.tensor_scalar_cumulative(dst=r, src=t, op0=nl.multiply, op1=nl.add, imm0=2.0)
+        nisa.dma_copy(dst=out[4], src=r)
+        zeros = nl.ndarray((4, 16), nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=zeros, value=0.0)
+        row_max = nl.ndarray((4, 1), nl.float32, buffer=nl.sbuf)
+        nisa.select_reduce(dst=r, predicate=pred, on_true=t, on_false=zeros, reduce_res=row_max)
+        nisa.tensor_copy(dst=r[:, 0:1], src=row_max)
+        nisa.dma_copy(dst=out[5], src=r)
+        return out
+
+    x = f32(4, 16)
+    got = k(x)
+    scan = np.zeros(4, np.float32)
+    ref = np.empty_like(x)
+    for i in range(16):
+        scan = x[:, i] * scan + x[:, i]
+        ref[:, i] = scan
+    np.testing.assert_allclose(got[0], ref, rtol=1e-5)
+    np.testing.assert_array_equal(got[1], 5 + np.arange(4)[:, None] * 100 + np.arange(16)[None, :])
+    top = -np.sort(-x, axis=1)[:, :8]
+    np.testing.assert_array_equal(got[2][:, :8], top)
+    np.testing.assert_array_equal(got[2][:, 8:], np.argsort(-x, axis=1, kind="stable")[:, :8])
+    np.testing.assert_array_equal(got[3], np.where(x > 0, x, -1))
+    np.testing.assert_allclose(got[4], np.cumsum(x * 2, axis=1), rtol=1e-5, atol=1e-6)
+    selected = np.where(x > 0, x, 0)
+    np.testing.assert_array_equal(got[5][:, 1:], selected[:, 1:])
+    np.testing.assert_array_equal(got[5][:, 0], selected.max(axis=1))
+
+
+def test_bf16_storage_is_ml_dtypes() -> None:
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, nl.bfloat16, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)  # fp32 -> bf16 on the DMA: round to nearest even
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    x = np.array([[1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -8]], np.float32)
+    got = k(x)
+    assert got.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(got.astype(np.float32), [[1.0, 1.0 + 2.0 ** -6]])
