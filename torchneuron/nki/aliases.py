@@ -34,6 +34,7 @@ ALIASES: dict[str, str] = {
 class _AliasLoader(importlib.abc.Loader):
     def __init__(self, fullname: str) -> None:
         self.fullname = fullname
+        self.original_spec: importlib.machinery.ModuleSpec | None = None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         target = ALIASES[self.fullname]
@@ -41,10 +42,16 @@ class _AliasLoader(importlib.abc.Loader):
             module = types.ModuleType(self.fullname, "torchneuron's stand-in for the neuronxcc package (NKI only)")
             module.__path__ = []  # type: ignore[attr-defined]
             return module
-        return importlib.import_module(target)
+        module = importlib.import_module(target)
+        self.original_spec = module.__spec__
+        return module
 
     def exec_module(self, module: types.ModuleType) -> None:
-        """The target module is already initialised; aliasing must not run it a second time."""
+        """The target module is already initialised; aliasing must not run it a second time. The import
+        system has just stamped the alias spec on it: give it back its own, so its relative imports and
+        `importlib.reload` still see `torchneuron.nki...`."""
+        if self.original_spec is not None:
+            module.__spec__ = self.original_spec
 
 
 class AliasFinder(importlib.abc.MetaPathFinder):

@@ -7,7 +7,7 @@ from typing import Any
 
 from . import typing  # noqa: F401
 from ..cost import CostReport  # noqa: F401
-from ..errors import NkiError, NkiValidationError  # noqa: F401
+from ..errors import ERR_INVALID_ARG, NkiError, NkiValidationError, fail  # noqa: F401
 from ..kernel import Kernel, as_kernel, decorator, estimate  # noqa: F401
 from . import isa, language  # noqa: F401
 
@@ -15,8 +15,6 @@ from . import isa, language  # noqa: F401
 def jit(func: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
     """`@nki.jit`. As in NKI 0.3, `platform_target=` is refused (set NEURON_PLATFORM_TARGET_OVERRIDE) and
     `mode=` is ignored."""
-    from ..errors import ERR_INVALID_ARG, fail
-
     if "platform_target" in kwargs:
         raise fail(ERR_INVALID_ARG, "nki.jit(platform_target=...) was removed in NKI 0.3.",
                    "set NEURON_PLATFORM_TARGET_OVERRIDE=trn1|trn2|trn3 (or TORCHNEURON_TARGET) instead.")

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import typing  # noqa: F401
 from ..cost import CostReport  # noqa: F401
-from ..errors import NkiError  # noqa: F401
+from ..errors import ERR_INVALID_ARG, NkiError, fail  # noqa: F401
 from ..kernel import BenchmarkKernel, Kernel, ProfileKernel, as_kernel, decorator, estimate  # noqa: F401
 from . import compiler, isa, language  # noqa: F401
 
@@ -20,8 +20,6 @@ _MODES = ("auto", "simulation", "baremetal", "benchmark", "trace", "jax", "torch
 
 def jit(func: Callable[..., Any] | None = None, mode: str = "auto", **kwargs: Any) -> Any:
     """`@nki.jit` / `@nki.jit(mode="simulation")`; `platform_target=` picks the simulated generation."""
-    from ..errors import ERR_INVALID_ARG, fail
-
     if mode not in _MODES:
         raise fail(ERR_INVALID_ARG, f"jit mode {mode!r} is not one of {_MODES}.", "use mode='simulation'.")
     cls = BenchmarkKernel if mode == "benchmark" else Kernel

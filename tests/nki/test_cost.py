@@ -1,0 +1,106 @@
+"""The cost model: documented per-instruction cycles at each generation's clocks, engine overlap, bounds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import torchneuron.nki.isa as nisa
+import torchneuron.nki.language as nl
+from nki_ops import add, matmul
+from torchneuron import nki
+from torchneuron.nki import cost
+from torchneuron.nki.hardware import TRN1, TRN2
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _one_matmul(dtype):
+    @nki.jit
+    def k(x):
+        s = nl.ndarray((128, 128), dtype, buffer=nl.sbuf)
+        m = nl.ndarray((128, 512), dtype, buffer=nl.sbuf)
+        nisa.memset(dst=s, value=0.0)
+        nisa.memset(dst=m, value=0.0)
+        d = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=d, stationary=s, moving=m)
+    return k
+
+
+@pytest.mark.parametrize(("dtype", "factor"), [(nl.bfloat16, 1), (nl.float32, 4)])
+def test_matmul_cycles(dtype, factor: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    x = np.zeros((1, 1), np.float32)
+    r = nki.estimate(_one_matmul(dtype), x)
+    assert r.instructions["tensor"] == 1
+    assert r.engine_busy_ns["tensor"] == pytest.approx(512 * factor / TRN2.tensor_ghz)
+    assert r.flops == 2 * 128 * 128 * 512
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
+    r1 = nki.estimate(_one_matmul(dtype), x)
+    assert r1.target == "trn1"
+    assert r1.engine_busy_ns["tensor"] == pytest.approx(512 * factor / TRN1.tensor_ghz)
+
+
+def test_documented_formulas() -> None:
+    assert cost.matmul_cycles(128, 512, fp32=False) == 512
+    assert cost.matmul_cycles(32, 16, fp32=False) == 32     # max(min(64, N_stationary), N_moving)
+    assert cost.matmul_cycles(128, 16, fp32=True) == 256
+    assert cost.pe_transpose_cycles(128, 32) == 128
+    assert cost.vector_cycles(TRN1, 10) == cost.MIN_II       # max(MIN_II, N)
+    assert cost.vector_cycles(TRN1, 1000, inputs=2) == 2000  # two inputs: 2N
+    assert cost.vector_cycles(TRN2, 1024, fast_16bit=True, kind="tensor_tensor") == 256  # 512 bf16 elem/cycle
+    assert cost.scalar_cycles(1000, reduce=True) == 1000 + cost.MIN_II
+    assert cost.gpsimd_cycles(100) == 250
+
+
+def test_engines_overlap_and_dependencies_serialise() -> None:
+    @nki.jit
+    def independent(x):
+        a = nl.ndarray((128, 2048), nl.float32, buffer=nl.sbuf)
+        b = nl.ndarray((128, 2048), nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=a, value=1.0, engine=nisa.vector_engine)
+        nisa.memset(dst=b, value=1.0, engine=nisa.gpsimd_engine)
+
+    @nki.jit
+    def dependent(x):
+        a = nl.ndarray((128, 2048), nl.float32, buffer=nl.sbuf)
+        b = nl.ndarray((128, 2048), nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=a, value=1.0, engine=nisa.vector_engine)
+        nisa.activation(dst=b, op=nl.exp, data=a)
+
+    x = np.zeros((1, 1), np.float32)
+    ind, dep = nki.estimate(independent, x), nki.estimate(dependent, x)
+    assert ind.latency_ns == pytest.approx(max(ind.engine_busy_ns.values()))
+    assert dep.latency_ns >= dep.engine_busy_ns["vector"] + dep.engine_busy_ns["scalar"]
+
+
+def test_bound_kind() -> None:
+    a = np.ones((512, 2048), np.float32)
+    r = nki.estimate(add.tensor_add_kernel, a, a)
+    assert r.bound_kind == "dma" and r.dma_bytes == 3 * a.nbytes
+    x = np.ones((1024, 1024), ml_dtypes.bfloat16)  # 27 us of Tensor engine vs 17 us of DMA
+    r = nki.estimate(matmul.matmul_kernel, x, x)
+    assert r.bound == "tensor" and r.bound_kind == "compute"
+    assert r.latency_ns >= cost.roofline_ns(r.flops, 3 * x.nbytes, TRN2)
+    assert str(r).startswith("estimated") and json.loads(r.json())["bound"] == "tensor"
+
+
+def test_roofline() -> None:
+    flops, nbytes = 2.0 * 2048 ** 3, 3 * 2048 * 2048 * 2
+    assert cost.roofline_ns(flops, nbytes, TRN2) == pytest.approx(flops / 79e3)
+    assert cost.roofline_ns(1.0, 1e9, TRN2) == pytest.approx(1e9 / TRN2.dma_bytes_per_ns)
+
+
+def test_benchmark_script_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "nki_sim.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "nki_sim.py"), "--size", "256", "--repeat", "1",
+                    "--out", str(out)], check=True, cwd=ROOT, timeout=300)
+    data = json.loads(out.read_text())
+    assert data["shape"] == [256, 256, 256] and data["max_rel_error_vs_reference"] < 1e-2
+    assert data["sim_over_numpy"] > 0 and data["estimate_over_roofline"] >= 1.0
+    assert data["estimate"]["bound"] in ("tensor", "dma")
