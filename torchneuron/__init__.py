@@ -1,1 +1,45 @@
-"""torchneuron: placeholder while the device layer is being built (replaced by the lead)."""
+"""torchneuron: PyTorch's `neuron` device for AWS Trainium.
+
+`import torch` loads this package through the `torch.backends` entry point (PyTorch's device autoload), so
+`torch.ones(2, device="neuron")` works without importing it. Heavy parts (torch-mlir, jax) load lazily.
+"""
+
+from __future__ import annotations
+
+from torchneuron import _registration
+
+_registration.check_backend_unclaimed()
+
+from torchneuron import _C  # noqa: E402  (registers allocator, guard, hooks and kernels at load)
+from torchneuron import device as _device_module  # noqa: E402
+from torchneuron._ops import executed_ops, reset_executed_ops  # noqa: E402
+
+_registration.configure_runtime(_C)
+_registration.register(_device_module)
+
+__version__ = "0.1.0"
+__all__ = ["executed_ops", "reset_executed_ops", "lower", "load_lowered", "fallback_ops", "__version__"]
+
+_LAZY = {
+    "lower": ("torchneuron.lowering.api", "lower"),
+    "load_lowered": ("torchneuron.lowering.api", "load_lowered"),
+    "fallback_ops": ("torchneuron.lowering.coverage", "fallback_ops"),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'torchneuron' has no attribute {name!r}")
+
+
+def _autoload() -> None:
+    """Entry point PyTorch calls during `import torch`; importing this package is all it takes."""
+
+
+from torchneuron import _integrations  # noqa: E402
+
+_integrations.install()

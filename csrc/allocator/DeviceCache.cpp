@@ -1,0 +1,331 @@
+#include "allocator/DeviceCache.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "runtime/Runtime.h"
+
+namespace torchneuron {
+
+namespace {
+// The same size classes as PyTorch's CUDA caching allocator, so users' tuning intuition carries over.
+constexpr size_t kMinBlockSize = 512;        // every block is a multiple of this
+constexpr size_t kSmallSize = 1 << 20;       // requests up to 1 MiB come from the small pool
+constexpr size_t kSmallBuffer = 2 << 20;     // small-pool segments are 2 MiB
+constexpr size_t kLargeBuffer = 20 << 20;    // large requests under 10 MiB share 20 MiB segments
+constexpr size_t kMinLargeAlloc = 10 << 20;
+constexpr size_t kRoundLarge = 2 << 20;      // bigger requests get their own segment, rounded to 2 MiB
+
+size_t roundSize(size_t n) {
+  return n < kMinBlockSize ? kMinBlockSize : kMinBlockSize * ((n + kMinBlockSize - 1) / kMinBlockSize);
+}
+
+size_t segmentSize(size_t n) {
+  if (n <= kSmallSize) return kSmallBuffer;
+  if (n < kMinLargeAlloc) return kLargeBuffer;
+  return kRoundLarge * ((n + kRoundLarge - 1) / kRoundLarge);
+}
+
+std::string formatBytes(int64_t bytes) {
+  char buf[64];
+  double b = static_cast<double>(bytes);
+  if (bytes < 1024) std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(bytes));
+  else if (bytes < (1 << 20)) std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024);
+  else if (bytes < (int64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1 << 20));
+  else std::snprintf(buf, sizeof buf, "%.2f GiB", b / (int64_t(1) << 30));
+  return buf;
+}
+} // namespace
+
+DeviceCache::DeviceCache(int device) : device_(device) {}
+
+DeviceCache::~DeviceCache() = default;  // leaked at exit with the process, like CUDA's caches
+
+DeviceCache::StatTypes DeviceCache::statTypes(const BlockPool& pool) const {
+  StatTypes types{};
+  types[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)] = true;
+  types[static_cast<size_t>(pool.is_small ? c10::CachingAllocator::StatType::SMALL_POOL
+                                          : c10::CachingAllocator::StatType::LARGE_POOL)] = true;
+  return types;
+}
+
+void DeviceCache::update(c10::CachingAllocator::StatArray& stat, const BlockPool& pool, int64_t delta) {
+  auto types = statTypes(pool);
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (!types[i]) continue;
+    if (delta >= 0) stat[i].increase(static_cast<size_t>(delta));
+    else stat[i].decrease(static_cast<size_t>(-delta));
+  }
+}
+
+Block* DeviceCache::malloc(int stream, size_t nbytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!pending_.empty()) {
+    processEvents();
+  }
+  size_t size = roundSize(nbytes);
+  BlockPool& pool = size <= kSmallSize ? small_ : large_;
+  Block* block = nullptr;
+  if (!takeFreeBlock(pool, stream, size, &block)) {
+    size_t alloc_size = segmentSize(size);
+    block = allocateSegment(pool, stream, alloc_size);
+    if (block == nullptr) {
+      // Device full: wait for pending frees, hand the cache back to the runtime, and try once more.
+      stats_.num_alloc_retries += 1;
+      releaseCachedBlocks();
+      block = allocateSegment(pool, stream, alloc_size);
+    }
+    if (block == nullptr) {
+      stats_.num_ooms += 1;
+      raiseOutOfMemory(nbytes, alloc_size);
+    }
+  }
+
+  // Split off the tail when the leftover is worth keeping as a free block.
+  size_t remaining = block->size - size;
+  bool split = pool.is_small ? remaining >= kMinBlockSize : remaining > kSmallSize;
+  if (split) {
+    auto* rest = new Block(device_, stream, remaining, &pool, static_cast<char*>(block->ptr) + size);
+    rest->prev = block;
+    rest->next = block->next;
+    if (rest->next) rest->next->prev = rest;
+    block->next = rest;
+    block->size = size;
+    pool.blocks.insert(rest);
+    update(stats_.inactive_split, pool, 1);
+    update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(rest->size));
+  }
+
+  block->allocated = true;
+  block->requested = nbytes;
+  update(stats_.allocation, pool, 1);
+  update(stats_.allocated_bytes, pool, static_cast<int64_t>(block->size));
+  update(stats_.active, pool, 1);
+  update(stats_.active_bytes, pool, static_cast<int64_t>(block->size));
+  update(stats_.requested_bytes, pool, static_cast<int64_t>(nbytes));
+  return block;
+}
+
+bool DeviceCache::takeFreeBlock(BlockPool& pool, int stream, size_t size, Block** out) {
+  Block key(device_, stream, size, &pool, nullptr);
+  auto it = pool.blocks.lower_bound(&key);
+  if (it == pool.blocks.end() || (*it)->stream != stream) {
+    return false;
+  }
+  Block* block = *it;
+  pool.blocks.erase(it);
+  if (block->isSplit()) {
+    update(stats_.inactive_split, pool, -1);
+    update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(block->size));
+  }
+  *out = block;
+  return true;
+}
+
+Block* DeviceCache::allocateSegment(BlockPool& pool, int stream, size_t size) {
+  Runtime& rt = runtime();
+  int64_t limit = static_cast<int64_t>(memory_fraction_ * static_cast<double>(rt.capacity(device_)));
+  auto reserved = stats_.reserved_bytes[0].current;
+  if (reserved + static_cast<int64_t>(size) > limit) {
+    return nullptr;
+  }
+  void* ptr = rt.allocate(device_, size);
+  if (ptr == nullptr) {
+    return nullptr;
+  }
+  stats_.num_device_alloc += 1;
+  update(stats_.segment, pool, 1);
+  update(stats_.reserved_bytes, pool, static_cast<int64_t>(size));
+  return new Block(device_, stream, size, &pool, ptr);
+}
+
+void DeviceCache::free(Block* block) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  block->allocated = false;
+  BlockPool& pool = *block->pool;
+  update(stats_.allocation, pool, -1);
+  update(stats_.allocated_bytes, pool, -static_cast<int64_t>(block->size));
+  update(stats_.requested_bytes, pool, -static_cast<int64_t>(block->requested));
+  if (!block->stream_uses.empty()) {
+    // Other streams may still read it: free for reuse only once their work so far has completed.
+    Runtime& rt = runtime();
+    for (int s : block->stream_uses) {
+      auto q = rt.queue(device_, s);
+      pending_.push_back({block, q, q->lastSubmitted()});
+      block->event_count += 1;
+    }
+    block->stream_uses.clear();
+    return;
+  }
+  freeBlock(block);
+}
+
+void DeviceCache::freeBlock(Block* block) {
+  BlockPool& pool = *block->pool;
+  update(stats_.active, pool, -1);
+  update(stats_.active_bytes, pool, -static_cast<int64_t>(block->size));
+  for (Block* neighbour : {block->prev, block->next}) {
+    if (neighbour && !neighbour->allocated && neighbour->event_count == 0) {
+      mergeInto(block, neighbour);
+    }
+  }
+  pool.blocks.insert(block);
+  if (block->isSplit()) {
+    update(stats_.inactive_split, pool, 1);
+    update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(block->size));
+  }
+}
+
+void DeviceCache::mergeInto(Block* dst, Block* src) {
+  BlockPool& pool = *dst->pool;
+  pool.blocks.erase(src);
+  update(stats_.inactive_split, pool, -1);
+  update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(src->size));
+  if (dst->prev == src) {
+    dst->ptr = src->ptr;
+    dst->prev = src->prev;
+    if (dst->prev) dst->prev->next = dst;
+  } else {
+    dst->next = src->next;
+    if (dst->next) dst->next->prev = dst;
+  }
+  dst->size += src->size;
+  delete src;
+}
+
+void DeviceCache::recordStream(Block* block, int stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stream == block->stream) return;  // its own stream orders it already
+  if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) == block->stream_uses.end()) {
+    block->stream_uses.push_back(stream);
+  }
+}
+
+void DeviceCache::processEvents() {
+  auto it = pending_.begin();
+  while (it != pending_.end()) {
+    if (it->queue->isComplete(it->seq)) {
+      Block* block = it->block;
+      it = pending_.erase(it);
+      if (--block->event_count == 0) {
+        freeBlock(block);
+      }
+    } else {
+      ++it;
+    }
+  }
+}
+
+void DeviceCache::synchronizeAndFreeEvents() {
+  stats_.num_sync_all_streams += 1;
+  for (auto& p : pending_) {
+    p.queue->waitUntil(p.seq);
+  }
+  processEvents();
+}
+
+void DeviceCache::releaseFreeSegments(BlockPool& pool) {
+  Runtime& rt = runtime();
+  for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
+    Block* block = *it;
+    if (block->isSplit()) {
+      ++it;  // part of a segment still in use
+      continue;
+    }
+    it = pool.blocks.erase(it);
+    rt.free(device_, block->ptr);
+    stats_.num_device_free += 1;
+    update(stats_.segment, pool, -1);
+    update(stats_.reserved_bytes, pool, -static_cast<int64_t>(block->size));
+    delete block;
+  }
+}
+
+void DeviceCache::releaseCachedBlocks() {
+  synchronizeAndFreeEvents();
+  releaseFreeSegments(large_);
+  releaseFreeSegments(small_);
+}
+
+void DeviceCache::emptyCache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  releaseCachedBlocks();
+}
+
+void DeviceCache::setMemoryFraction(double fraction) {
+  TORCH_CHECK(fraction > 0.0 && fraction <= 1.0, "neuron: memory fraction must be in (0, 1], got ", fraction);
+  std::lock_guard<std::mutex> lock(mutex_);
+  memory_fraction_ = fraction;
+}
+
+size_t DeviceCache::reservedBytes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<size_t>(stats_.reserved_bytes[0].current);
+}
+
+void DeviceCache::raiseOutOfMemory(size_t requested, size_t alloc_size) {
+  Runtime& rt = runtime();
+  int64_t capacity = rt.capacity(device_);
+  int64_t limit = static_cast<int64_t>(memory_fraction_ * static_cast<double>(capacity));
+  int64_t allocated = stats_.allocated_bytes[0].current;
+  int64_t reserved = stats_.reserved_bytes[0].current;
+  std::string limit_note = memory_fraction_ < 1.0
+      ? " (limited to " + formatBytes(limit) + " by set_per_process_memory_fraction)"
+      : "";
+  TORCH_CHECK_WITH(
+      OutOfMemoryError, false,
+      "neuron:", device_, " out of memory: tried to allocate ", formatBytes(static_cast<int64_t>(requested)),
+      " (a ", formatBytes(static_cast<int64_t>(alloc_size)), " segment). neuron:", device_, " has a limit of ",
+      formatBytes(capacity), " (", rt.target().name, " HBM per logical NeuronCore)", limit_note, "; ",
+      formatBytes(allocated), " is allocated by tensors and ", formatBytes(reserved),
+      " is reserved by the caching allocator (", formatBytes(reserved - allocated),
+      " reserved but unallocated). Free tensors you no longer need (del them), reduce the batch size, or "
+      "spread the model over more neuron devices.");
+}
+
+c10::CachingDeviceAllocator::DeviceStats DeviceCache::stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void DeviceCache::resetAccumulatedStats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto reset = [](c10::CachingAllocator::StatArray& a) {
+    for (auto& s : a) s.reset_accumulated();
+  };
+  reset(stats_.allocation);
+  reset(stats_.segment);
+  reset(stats_.active);
+  reset(stats_.inactive_split);
+  reset(stats_.allocated_bytes);
+  reset(stats_.reserved_bytes);
+  reset(stats_.active_bytes);
+  reset(stats_.inactive_split_bytes);
+  reset(stats_.requested_bytes);
+  stats_.num_alloc_retries = 0;
+  stats_.num_ooms = 0;
+  stats_.num_sync_all_streams = 0;
+  stats_.num_device_alloc = 0;
+  stats_.num_device_free = 0;
+}
+
+void DeviceCache::resetPeakStats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto reset = [](c10::CachingAllocator::StatArray& a) {
+    for (auto& s : a) s.reset_peak();
+  };
+  reset(stats_.allocation);
+  reset(stats_.segment);
+  reset(stats_.active);
+  reset(stats_.inactive_split);
+  reset(stats_.allocated_bytes);
+  reset(stats_.reserved_bytes);
+  reset(stats_.active_bytes);
+  reset(stats_.inactive_split_bytes);
+  reset(stats_.requested_bytes);
+}
+
+} // namespace torchneuron

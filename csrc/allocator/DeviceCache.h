@@ -1,0 +1,96 @@
+#pragma once
+// One device's cache: the pools, the live blocks and the statistics, under one mutex.
+#include <c10/core/CachingDeviceAllocator.h>
+#include <c10/util/flat_hash_map.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "runtime/Queue.h"
+
+namespace torchneuron {
+
+struct BlockPool;
+
+struct Block {
+  int device;
+  int stream;              // stream index that allocated it; reuse is limited to that stream
+  size_t size;             // bytes of the block (rounded)
+  size_t requested = 0;    // bytes the caller asked for
+  BlockPool* pool;
+  void* ptr;
+  bool allocated = false;
+  Block* prev = nullptr;   // neighbours within the same segment
+  Block* next = nullptr;
+  int event_count = 0;     // outstanding record_stream events before the block may be reused
+  std::vector<int> stream_uses;
+
+  Block(int device, int stream, size_t size, BlockPool* pool, void* ptr)
+      : device(device), stream(stream), size(size), pool(pool), ptr(ptr) {}
+  bool isSplit() const { return prev != nullptr || next != nullptr; }
+};
+
+struct BlockOrder {
+  bool operator()(const Block* a, const Block* b) const {
+    if (a->stream != b->stream) return a->stream < b->stream;
+    if (a->size != b->size) return a->size < b->size;
+    return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
+  }
+};
+
+struct BlockPool {
+  explicit BlockPool(bool small) : is_small(small) {}
+  std::set<Block*, BlockOrder> blocks;
+  const bool is_small;
+};
+
+class DeviceCache {
+ public:
+  explicit DeviceCache(int device);
+  ~DeviceCache();
+
+  // Returns the block for `nbytes` on `stream`, or throws torch.OutOfMemoryError.
+  Block* malloc(int stream, size_t nbytes);
+  void free(Block* block);
+  void recordStream(Block* block, int stream);
+  void emptyCache();
+  void setMemoryFraction(double fraction);
+
+  c10::CachingDeviceAllocator::DeviceStats stats();
+  void resetAccumulatedStats();
+  void resetPeakStats();
+  size_t reservedBytes();
+
+ private:
+  using StatTypes = c10::CachingAllocator::StatTypes;
+  StatTypes statTypes(const BlockPool& pool) const;
+  void update(c10::CachingAllocator::StatArray& stat, const BlockPool& pool, int64_t delta);
+
+  bool takeFreeBlock(BlockPool& pool, int stream, size_t size, Block** out);
+  Block* allocateSegment(BlockPool& pool, int stream, size_t size);
+  void freeBlock(Block* block);
+  void mergeInto(Block* dst, Block* src);
+  void releaseCachedBlocks();
+  void releaseFreeSegments(BlockPool& pool);
+  void processEvents();
+  void synchronizeAndFreeEvents();
+  [[noreturn]] void raiseOutOfMemory(size_t requested, size_t alloc_size);
+
+  const int device_;
+  std::mutex mutex_;
+  BlockPool small_{true};
+  BlockPool large_{false};
+  c10::CachingDeviceAllocator::DeviceStats stats_;
+  double memory_fraction_ = 1.0;
+  struct PendingFree {
+    Block* block;
+    std::shared_ptr<Queue> queue;
+    uint64_t seq;
+  };
+  std::vector<PendingFree> pending_;
+};
+
+} // namespace torchneuron

@@ -1,0 +1,85 @@
+// Copies between host and neuron memory and between neuron devices, ordered on the current streams.
+// Same-dtype dense copies are plain byte transfers through the Runtime (the path libnrt takes too);
+// conversions and strided layouts run the host copy kernel on zero-copy aliases (simulator only).
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include "aten/native/HostAlias.h"
+#include "aten/native/Minimal.h"
+#include "device/PinnedAllocator.h"
+#include "device/Streams.h"
+#include "runtime/Runtime.h"
+
+namespace torchneuron::native {
+
+namespace {
+bool isBytewise(const at::Tensor& src, const at::Tensor& dst) {
+  return src.dtype() == dst.dtype() && src.sizes().equals(dst.sizes()) && src.is_contiguous() &&
+      dst.is_contiguous() && src.is_conj() == dst.is_conj() && src.is_neg() == dst.is_neg();
+}
+
+bool isPinned(const at::Tensor& host) {
+  return host.numel() > 0 && pinnedAllocator().isPinned(host.storage().data());
+}
+
+const void* bytesOf(const at::Tensor& t) {
+  return static_cast<const char*>(t.storage().data()) + t.storage_offset() * t.itemsize();
+}
+
+void* mutableBytesOf(const at::Tensor& t) {
+  return static_cast<char*>(t.storage().mutable_data()) + t.storage_offset() * t.itemsize();
+}
+
+void requireHostAddressable(const at::Tensor& src, const at::Tensor& dst) {
+  TORCH_CHECK(runtime().hostAddressable(), "neuron: copy from ", src.device(), " ", src.scalar_type(), " ",
+              src.sizes(), " to ", dst.device(), " ", dst.scalar_type(), " ", dst.sizes(),
+              " needs a conversion or strided copy, which this runtime does not run on device memory; make both "
+              "tensors contiguous with the same dtype first");
+}
+} // namespace
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  if (dst.numel() == 0) return dst;
+  Runtime& rt = runtime();
+  const bool src_dev = self.device().is_privateuseone();
+  const bool dst_dev = dst.device().is_privateuseone();
+  const bool bytewise = isBytewise(self, dst);
+  const size_t nbytes = dst.nbytes();
+  // The closures hold both tensors, so neither buffer is freed or reused before the copy has run.
+  if (src_dev && !dst_dev) {
+    auto q = currentQueue(self.device().index());
+    const bool async = non_blocking && isPinned(dst);
+    if (bytewise) {
+      rt.copyDeviceToHost(mutableBytesOf(dst), bytesOf(self), nbytes, *q, async, [self, dst] {});
+    } else {
+      requireHostAddressable(self, dst);
+      q->submit([src = hostAlias(self), dst]() mutable { dst.copy_(src); }, async);
+    }
+  } else if (!src_dev && dst_dev) {
+    auto q = currentQueue(dst.device().index());
+    const bool async = non_blocking && isPinned(self);
+    if (bytewise) {
+      rt.copyHostToDevice(mutableBytesOf(dst), bytesOf(self), nbytes, *q, async, [self, dst] {});
+    } else {
+      requireHostAddressable(self, dst);
+      q->submit([self, out = hostAlias(dst)]() mutable { out.copy_(self); }, async);
+    }
+  } else {
+    TORCH_CHECK(src_dev && dst_dev, "neuron: _copy_from called without a neuron tensor");
+    auto dst_q = currentQueue(dst.device().index());
+    if (self.device() != dst.device()) {
+      // Peer copy: ordered after the work already queued on the source device's current stream.
+      auto src_q = currentQueue(self.device().index());
+      dst_q->waitFor(src_q, src_q->lastSubmitted());
+    }
+    if (bytewise) {
+      rt.copyDeviceToDevice(mutableBytesOf(dst), bytesOf(self), nbytes, *dst_q, non_blocking, [self, dst] {});
+    } else {
+      requireHostAddressable(self, dst);
+      dst_q->submit([src = hostAlias(self), out = hostAlias(dst)]() mutable { out.copy_(src); }, non_blocking);
+    }
+  }
+  return dst;
+}
+
+} // namespace torchneuron::native

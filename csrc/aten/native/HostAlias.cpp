@@ -1,0 +1,55 @@
+#include "aten/native/HostAlias.h"
+
+#include <c10/core/StorageImpl.h>
+#include <c10/core/TensorImpl.h>
+#include <c10/util/Exception.h>
+
+#include "aten/native/HostOutputAllocator.h"
+#include "runtime/Runtime.h"
+
+namespace torchneuron {
+
+namespace {
+void noDelete(void*) {}
+
+struct AdoptedHostMemory {
+  at::Tensor keep_alive;
+};
+
+void releaseAdopted(void* ctx) { delete static_cast<AdoptedHostMemory*>(ctx); }
+} // namespace
+
+at::Tensor hostAlias(const at::Tensor& t) {
+  TORCH_CHECK(runtime().hostAddressable(), "neuron: host views of device memory need the sim runtime");
+  const c10::Storage& storage = t.storage();
+  auto impl = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), storage.nbytes(),
+      c10::DataPtr(const_cast<void*>(storage.data()), nullptr, &noDelete, c10::Device(c10::DeviceType::CPU)),
+      hostOutputAllocator(), /*resizable=*/true);
+  auto alias = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(std::move(impl)),
+                                                        c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  alias.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  return alias;
+}
+
+at::Tensor adoptHostTensor(const at::Tensor& cpu, c10::DeviceIndex device) {
+  TORCH_CHECK(cpu.device().is_cpu(), "neuron: _adopt_host_tensor expects a CPU tensor, got ", cpu.device());
+  TORCH_CHECK(runtime().hostAddressable(), "neuron: adopting host memory needs the sim runtime");
+  const c10::Storage& storage = cpu.storage();
+  auto* ctx = new AdoptedHostMemory{cpu};
+  auto impl = c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), storage.nbytes(),
+      c10::DataPtr(const_cast<void*>(storage.data()), ctx, &releaseAdopted,
+                   c10::Device(c10::DeviceType::PrivateUse1, device)),
+      nullptr, /*resizable=*/false);
+  return deviceTensorOver(c10::Storage(std::move(impl)), cpu, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1));
+}
+
+at::Tensor deviceTensorOver(const c10::Storage& storage, const at::Tensor& geometry_like, c10::DispatchKeySet keys) {
+  auto t = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(storage), keys, geometry_like.dtype());
+  t.unsafeGetTensorImpl()->set_sizes_and_strides(geometry_like.sizes(), geometry_like.strides(),
+                                                 geometry_like.storage_offset());
+  return t;
+}
+
+} // namespace torchneuron

@@ -1,0 +1,20 @@
+#pragma once
+// Zero-copy views between neuron tensors and host tensors on the simulator, where device memory is
+// host-addressable. This is how host kernels execute "on the device buffers".
+#include <ATen/core/Tensor.h>
+
+namespace torchneuron {
+
+// A CPU tensor over the same bytes as `t` (same sizes, strides, offset). Its storage does not own the
+// memory; if a kernel grows it, the new bytes come from device memory (see HostOutputAllocator).
+at::Tensor hostAlias(const at::Tensor& t);
+
+// A neuron tensor over the bytes of a CPU tensor, keeping that tensor alive (for results produced by an
+// external executor such as XLA:CPU). Not counted by the caching allocator.
+at::Tensor adoptHostTensor(const at::Tensor& cpu, c10::DeviceIndex device);
+
+// Wraps a storage as a neuron tensor with the given geometry.
+at::Tensor deviceTensorOver(const c10::Storage& storage, const at::Tensor& geometry_like,
+                            c10::DispatchKeySet keys);
+
+} // namespace torchneuron

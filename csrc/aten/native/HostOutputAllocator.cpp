@@ -1,0 +1,65 @@
+#include "aten/native/HostOutputAllocator.h"
+
+#include <c10/core/CPUAllocator.h>
+
+#include "allocator/CachingAllocator.h"
+
+namespace torchneuron {
+
+namespace {
+thread_local int t_capture_device = -1;
+thread_local int t_capture_stream = 0;
+
+class HostOrDeviceAllocator final : public c10::Allocator {
+ public:
+  explicit HostOrDeviceAllocator(c10::Allocator* cpu) : cpu_(cpu) {}
+
+  c10::DataPtr allocate(size_t nbytes) override {
+    if (t_capture_device < 0) {
+      return cpu_->allocate(nbytes);
+    }
+    c10::DataPtr ptr = cachingAllocator().allocateOn(static_cast<c10::DeviceIndex>(t_capture_device),
+                                                     t_capture_stream, nbytes);
+    ptr.unsafe_set_device(c10::Device(c10::DeviceType::CPU));  // the host kernel must see CPU memory
+    return ptr;
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return cpu_->raw_deleter(); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    cpu_->copy_data(dest, src, count);
+  }
+
+ private:
+  c10::Allocator* cpu_;
+};
+
+HostOrDeviceAllocator* installed() {
+  // Registered once, above the default CPU allocator's priority; the default stays the delegate.
+  static HostOrDeviceAllocator* instance = [] {
+    auto* a = new HostOrDeviceAllocator(c10::GetCPUAllocator());
+    c10::SetCPUAllocator(a, /*priority=*/1);
+    return a;
+  }();
+  return instance;
+}
+
+const bool g_installed = (installed(), true);
+} // namespace
+
+CaptureOutputsOnDevice::CaptureOutputsOnDevice(c10::DeviceIndex device, int stream_index)
+    : prev_device_(t_capture_device), prev_stream_(t_capture_stream) {
+  t_capture_device = device;
+  t_capture_stream = stream_index;
+}
+
+CaptureOutputsOnDevice::~CaptureOutputsOnDevice() {
+  t_capture_device = prev_device_;
+  t_capture_stream = prev_stream_;
+}
+
+c10::Allocator* hostOutputAllocator() { return installed(); }
+
+void retagAsDevice(c10::DataPtr& ptr, c10::DeviceIndex device) {
+  ptr.unsafe_set_device(c10::Device(c10::DeviceType::PrivateUse1, device));
+}
+
+} // namespace torchneuron

@@ -1,0 +1,47 @@
+#pragma once
+// Per-operator bookkeeping for eager execution: how often each op ran on neuron (torchneuron.executed_ops()),
+// whether it is allowed to run (the lowering coverage policy, e.g. TORCHNEURON_FALLBACK=error), and the
+// optional executor that replaces the host path (TORCHNEURON_EAGER=lowered). Python installs the policy and
+// the executor through these hooks; this file knows nothing about Python.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <atomic>
+#include <map>
+#include <optional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace torchneuron {
+
+struct OpEntry {
+  std::string name;  // "aten::add.Tensor"
+  std::atomic<int64_t> count{0};
+  std::atomic<bool> policy_checked{false};
+  std::optional<std::string> refusal;  // set when the policy forbids the op
+  // Schema facts the host path needs on every call, computed once.
+  std::once_flag analysed;
+  std::vector<bool> writes;         // argument i is mutated (Tensor(a!))
+  std::vector<bool> is_generator;   // argument i is a Generator?
+  std::vector<bool> is_index_list;  // argument i is Tensor?[] (indices may stay on the host, as on CUDA)
+};
+
+// Looked up once per call; entries live for the process.
+OpEntry& opEntry(const c10::OperatorHandle& op);
+
+using OpPolicyFn = std::optional<std::string> (*)(const std::string& op_name);
+// Returns true when it executed the op (outputs pushed on the stack), false to use the host path.
+using EagerExecutorFn = bool (*)(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+void setOpPolicy(OpPolicyFn fn);
+void setEagerExecutor(EagerExecutorFn fn);
+OpPolicyFn opPolicy();
+EagerExecutorFn eagerExecutor();
+// Forgets cached policy decisions (after the policy changes).
+void resetOpPolicyDecisions();
+
+std::map<std::string, int64_t> executedOps();
+void resetExecutedOps();
+
+} // namespace torchneuron

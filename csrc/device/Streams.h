@@ -1,0 +1,27 @@
+#pragma once
+// Device selection and streams as PyTorch sees them: a thread-local current device and, per device, a
+// thread-local current stream. A c10::Stream id is the index of the runtime queue it maps to
+// (0 = the default stream, 1.. = the pool handed out round-robin, as torch.cuda does).
+#include <c10/core/Device.h>
+#include <c10/core/Stream.h>
+
+#include <memory>
+
+#include "runtime/Queue.h"
+
+namespace torchneuron {
+
+c10::DeviceIndex currentDevice();
+void setCurrentDevice(c10::DeviceIndex index);  // validates the index against the runtime
+void checkDeviceIndex(c10::DeviceIndex index);
+
+c10::Stream currentStream(c10::DeviceIndex index);
+c10::Stream defaultStream(c10::DeviceIndex index);
+c10::Stream streamFromPool(c10::DeviceIndex index);
+void setCurrentStream(const c10::Stream& stream);
+
+// The runtime queue behind a stream.
+std::shared_ptr<Queue> queueOf(const c10::Stream& stream);
+inline std::shared_ptr<Queue> currentQueue(c10::DeviceIndex index) { return queueOf(currentStream(index)); }
+
+} // namespace torchneuron

@@ -1,0 +1,159 @@
+// torchneuron._C: Python bindings only. Behaviour lives in runtime/, allocator/, device/ and aten/.
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/device_lazy_init.h>
+#include <torch/extension.h>
+
+#include <chrono>
+
+#include "allocator/CachingAllocator.h"
+#include "aten/native/HostAlias.h"
+#include "aten/native/OpRegistry.h"
+#include "device/Generator.h"
+#include "device/PinnedAllocator.h"
+#include "device/Streams.h"
+#include "python/PythonHooks.h"
+#include "runtime/NrtLoader.h"
+#include "runtime/Runtime.h"
+
+namespace py = pybind11;
+using namespace torchneuron;
+
+namespace {
+
+py::dict statArray(const c10::CachingAllocator::StatArray& stats) {
+  static const char* kPools[] = {"all", "small_pool", "large_pool"};
+  py::dict out;
+  for (size_t i = 0; i < stats.size(); ++i) {
+    py::dict s;
+    s["current"] = stats[i].current;
+    s["peak"] = stats[i].peak;
+    s["allocated"] = stats[i].allocated;
+    s["freed"] = stats[i].freed;
+    out[kPools[i]] = s;
+  }
+  return out;
+}
+
+// The same nesting as torch.cuda.memory_stats_as_nested_dict().
+py::dict memoryStats(c10::DeviceIndex device) {
+  auto stats = cachingAllocator().getDeviceStats(device);
+  py::dict out;
+  out["allocation"] = statArray(stats.allocation);
+  out["segment"] = statArray(stats.segment);
+  out["active"] = statArray(stats.active);
+  out["inactive_split"] = statArray(stats.inactive_split);
+  out["allocated_bytes"] = statArray(stats.allocated_bytes);
+  out["reserved_bytes"] = statArray(stats.reserved_bytes);
+  out["active_bytes"] = statArray(stats.active_bytes);
+  out["inactive_split_bytes"] = statArray(stats.inactive_split_bytes);
+  out["requested_bytes"] = statArray(stats.requested_bytes);
+  out["num_alloc_retries"] = stats.num_alloc_retries;
+  out["num_ooms"] = stats.num_ooms;
+  out["num_sync_all_streams"] = stats.num_sync_all_streams;
+  out["num_device_alloc"] = stats.num_device_alloc;
+  out["num_device_free"] = stats.num_device_free;
+  out["max_split_size"] = -1;  // blocks of any size may be split (no max_split_size_mb knob yet)
+  py::dict oversize;
+  oversize["current"] = 0;
+  oversize["peak"] = 0;
+  oversize["allocated"] = 0;
+  oversize["freed"] = 0;
+  out["oversize_allocations"] = oversize;
+  out["oversize_segments"] = oversize;
+  return out;
+}
+
+py::dict runtimeInfo() {
+  Runtime& rt = runtime();
+  const TargetInfo& t = rt.target();
+  py::dict out;
+  out["runtime"] = rt.name();
+  out["target"] = t.name;
+  out["instance"] = t.instance;
+  out["core_generation"] = t.core_generation;
+  out["lnc"] = t.lnc;
+  out["devices"] = rt.deviceCount();
+  out["hbm_bytes_per_device"] = rt.deviceCount() > 0 ? rt.capacity(0) : 0;
+  out["streams_per_device"] = rt.streamsPerDevice();
+  return out;
+}
+
+double benchAllocator(size_t nbytes, int64_t iters) {
+  c10::DeviceIndex device = currentDevice();
+  auto& alloc = cachingAllocator();
+  { auto warm = alloc.allocateOn(device, 0, nbytes); }
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < iters; ++i) {
+    auto ptr = alloc.allocateOn(device, 0, nbytes);
+  }
+  auto end = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::nano>(end - start).count() / static_cast<double>(iters);
+}
+
+} // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.doc() = "torchneuron C++ core (runtime, caching allocator, device guard, ATen kernels)";
+
+  m.def("_configure", [](const std::string& kind, const std::string& target, int devices, int64_t hbm_bytes,
+                         bool launch_blocking) {
+    configureRuntime(RuntimeConfig{kind, target, devices, hbm_bytes, launch_blocking});
+  });
+  m.def("_lazy_init", [] {
+    torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
+    torch::utils::device_lazy_init(at::kPrivateUse1);
+  });
+  m.def("_is_initialized", &runtimeInitialized);
+  m.def("_is_in_bad_fork", [] { return inBadFork() || torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
+  m.def("_device_count", &deviceCountNoThrow);
+  m.def("_runtime_info", &runtimeInfo);
+  m.def("_probe_libnrt", [] {
+    auto p = probeLibnrt();
+    return py::make_tuple(p.loaded, p.path, p.error);
+  });
+  m.def("_get_device", [] { return static_cast<int>(currentDevice()); });
+  m.def("_set_device", [](int index) { setCurrentDevice(static_cast<c10::DeviceIndex>(index)); });
+  m.def("_synchronize", [](int index) {
+    py::gil_scoped_release no_gil;
+    runtime().synchronize(index < 0 ? currentDevice() : index);
+  });
+
+  m.def("_get_default_generator", [](int index) {
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(defaultGenerator(static_cast<c10::DeviceIndex>(index))));
+  });
+
+  m.def("_memory_stats", [](int index) { return memoryStats(static_cast<c10::DeviceIndex>(index)); });
+  m.def("_reset_peak_memory_stats", [](int index) { cachingAllocator().resetPeakStats(index); });
+  m.def("_reset_accumulated_memory_stats", [](int index) { cachingAllocator().resetAccumulatedStats(index); });
+  m.def("_empty_cache", [] {
+    py::gil_scoped_release no_gil;
+    cachingAllocator().emptyCache();
+  });
+  m.def("_set_memory_fraction", [](double fraction, int index) {
+    cachingAllocator().setMemoryFraction(fraction, static_cast<c10::DeviceIndex>(index));
+  });
+  m.def("_mem_get_info", [](int index) { return cachingAllocator().getMemoryInfo(index); });
+  m.def("_host_memory_stats", [] {
+    auto s = pinnedAllocator().get_stats();
+    py::dict out;
+    out["allocated_bytes.current"] = s.allocated_bytes.current;
+    out["allocated_bytes.peak"] = s.allocated_bytes.peak;
+    out["allocations.current"] = s.allocations.current;
+    out["num_host_alloc"] = s.num_host_alloc;
+    out["num_host_free"] = s.num_host_free;
+    return out;
+  });
+  m.def("_bench_allocator", &benchAllocator, py::arg("nbytes"), py::arg("iters"),
+        "Mean ns for one cached allocate+free pair of `nbytes` on the current device.");
+
+  m.def("_executed_ops", [] { return executedOps(); });
+  m.def("_reset_executed_ops", &resetExecutedOps);
+  m.def("_set_op_policy", &python::setOpPolicy);
+  m.def("_set_eager_executor", &python::setEagerExecutor);
+
+  m.def("_host_view", &hostAlias, "CPU tensor aliasing a neuron tensor's memory (sim runtime only)");
+  m.def("_adopt_host_tensor", [](const at::Tensor& cpu, int index) {
+    return adoptHostTensor(cpu, static_cast<c10::DeviceIndex>(index));
+  });
+}

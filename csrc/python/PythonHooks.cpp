@@ -1,0 +1,93 @@
+#include "python/PythonHooks.h"
+
+#include <torch/csrc/jit/python/pybind_utils.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <mutex>
+#include <unordered_map>
+
+#include "aten/native/OpRegistry.h"
+
+namespace py = pybind11;
+
+namespace torchneuron::python {
+
+namespace {
+// Leaked on purpose: these may be called during interpreter shutdown.
+py::object* g_policy = nullptr;
+py::object* g_executor = nullptr;
+
+std::optional<std::string> callPolicy(const std::string& op_name) {
+  py::gil_scoped_acquire gil;
+  if (g_policy == nullptr) return std::nullopt;
+  py::object result = (*g_policy)(op_name);
+  if (result.is_none()) return std::nullopt;
+  return result.cast<std::string>();
+}
+
+py::object overloadPacket(const c10::OperatorHandle& op) {
+  static std::unordered_map<const void*, py::object>* cache = new std::unordered_map<const void*, py::object>();
+  auto it = cache->find(&op.schema());
+  if (it != cache->end()) return it->second;
+  const auto& name = op.operator_name();
+  auto sep = name.name.find("::");
+  py::object ops = py::module::import("torch").attr("ops");
+  py::object packet = ops.attr(name.name.substr(0, sep).c_str()).attr(name.name.substr(sep + 2).c_str());
+  py::object overload = packet.attr(name.overload_name.empty() ? "default" : name.overload_name.c_str());
+  cache->emplace(&op.schema(), overload);
+  return overload;
+}
+
+bool callExecutor(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  py::gil_scoped_acquire gil;
+  if (g_executor == nullptr) return false;
+  const auto& schema = op.schema();
+  const size_t nargs = schema.arguments().size();
+  const size_t base = stack->size() - nargs;
+  py::list args;
+  py::dict kwargs;
+  for (size_t i = 0; i < nargs; ++i) {
+    py::object value = torch::jit::toPyObject((*stack)[base + i]);
+    const auto& arg = schema.arguments()[i];
+    if (arg.kwarg_only()) kwargs[arg.name().c_str()] = value;
+    else args.append(value);
+  }
+  py::object result = (*g_executor)(overloadPacket(op), py::tuple(args), kwargs);
+  if (result.is(py::reinterpret_borrow<py::object>(Py_NotImplemented))) return false;
+  torch::jit::drop(*stack, nargs);
+  const auto& returns = schema.returns();
+  if (returns.size() == 1) {
+    stack->push_back(torch::jit::toIValue(result, returns[0].type()));
+  } else if (returns.size() > 1) {
+    auto items = result.cast<py::sequence>();
+    TORCH_CHECK(items.size() == returns.size(), "neuron: eager executor returned ", items.size(),
+                " values for ", schema.name(), ", which returns ", returns.size());
+    for (size_t i = 0; i < returns.size(); ++i) {
+      stack->push_back(torch::jit::toIValue(items[i], returns[i].type()));
+    }
+  }
+  return true;
+}
+} // namespace
+
+void setOpPolicy(py::object fn) {
+  if (fn.is_none()) {
+    torchneuron::setOpPolicy(nullptr);
+    return;
+  }
+  if (g_policy == nullptr) g_policy = new py::object();
+  *g_policy = std::move(fn);
+  torchneuron::setOpPolicy(&callPolicy);
+}
+
+void setEagerExecutor(py::object fn) {
+  if (fn.is_none()) {
+    torchneuron::setEagerExecutor(nullptr);
+    return;
+  }
+  if (g_executor == nullptr) g_executor = new py::object();
+  *g_executor = std::move(fn);
+  torchneuron::setEagerExecutor(&callExecutor);
+}
+
+} // namespace torchneuron::python

@@ -1,0 +1,116 @@
+#include "runtime/Queue.h"
+
+#include <c10/util/Exception.h>
+
+namespace torchneuron {
+
+namespace {
+std::atomic<bool> g_launch_blocking{false};
+} // namespace
+
+void setLaunchBlocking(bool blocking) { g_launch_blocking.store(blocking); }
+bool launchBlocking() { return g_launch_blocking.load(std::memory_order_relaxed); }
+
+Queue::Queue(std::string name) : name_(std::move(name)) {}
+
+Queue::~Queue() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  if (worker_.joinable()) {
+    // At interpreter exit the worker may already be gone with the process image; never block exit on it.
+    worker_.detach();
+  }
+}
+
+void Queue::ensureWorker() {
+  if (!worker_.joinable()) {
+    worker_ = std::thread([this] { workerLoop(); });
+  }
+}
+
+uint64_t Queue::submit(std::function<void()> work, bool async) {
+  if (!async || launchBlocking()) {
+    drain();
+    work();  // inline: the queue is drained, so running now keeps submission order
+    uint64_t seq = submitted_.fetch_add(1) + 1;
+    completed_.store(seq, std::memory_order_release);
+    return seq;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ensureWorker();
+  uint64_t seq = submitted_.fetch_add(1) + 1;
+  tasks_.emplace_back(seq, std::move(work));
+  work_cv_.notify_one();
+  return seq;
+}
+
+void Queue::waitFor(const std::shared_ptr<Queue>& other, uint64_t seq) {
+  if (other.get() == this || other->isComplete(seq)) {
+    return;  // already satisfied: nothing to order
+  }
+  std::weak_ptr<Queue> weak = other;
+  submit(
+      [weak, seq] {
+        if (auto q = weak.lock()) {
+          q->waitUntil(seq);
+        }
+      },
+      /*async=*/true);
+}
+
+void Queue::waitUntil(uint64_t seq) {
+  if (isComplete(seq)) {
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_cv_.wait(lock, [&] { return completed_.load() >= seq; });
+}
+
+void Queue::drain() {
+  if (!idle()) {
+    waitUntil(submitted_.load());
+  }
+  if (error_) {
+    rethrowPendingError();
+  }
+}
+
+void Queue::rethrowPendingError() {
+  std::exception_ptr err;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::swap(err, error_);
+  }
+  if (err) {
+    std::rethrow_exception(err);
+  }
+}
+
+void Queue::workerLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    work_cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+    if (stop_ && tasks_.empty()) {
+      return;
+    }
+    auto [seq, work] = std::move(tasks_.front());
+    tasks_.pop_front();
+    lock.unlock();
+    try {
+      work();
+    } catch (...) {
+      std::lock_guard<std::mutex> elock(mutex_);
+      if (!error_) {
+        error_ = std::current_exception();  // surfaces at the next synchronisation point, as on hardware
+      }
+    }
+    lock.lock();
+    completed_.store(seq, std::memory_order_release);
+    done_cv_.notify_all();
+  }
+}
+
+} // namespace torchneuron

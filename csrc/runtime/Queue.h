@@ -1,0 +1,64 @@
+#pragma once
+// An ordered work queue: the simulator's model of one NeuronCore stream (one nrta queue per execution unit
+// on hardware). Work runs in submission order; each submission gets a sequence number and completion is
+// observable through it, which is what events and the allocator's record_stream build on.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace torchneuron {
+
+class Queue {
+ public:
+  explicit Queue(std::string name);
+  ~Queue();
+  Queue(const Queue&) = delete;
+  Queue& operator=(const Queue&) = delete;
+
+  // Runs `work` after everything submitted before it. With `async` the caller does not wait; otherwise
+  // (and under NEURON_LAUNCH_BLOCKING=1) it runs on the calling thread once the queue has drained.
+  // Returns the sequence number that completes when `work` has run.
+  uint64_t submit(std::function<void()> work, bool async);
+
+  // Makes later work on this queue wait until `other` completes `seq` (a cross-stream event wait).
+  void waitFor(const std::shared_ptr<Queue>& other, uint64_t seq);
+
+  // Blocks until everything submitted so far has run; rethrows the first error raised by async work.
+  void drain();
+  // Cheap check used before every inline kernel: true when no submitted work is outstanding.
+  bool idle() const {
+    return completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_acquire);
+  }
+
+  uint64_t lastSubmitted() const { return submitted_.load(std::memory_order_acquire); }
+  bool isComplete(uint64_t seq) const { return completed_.load(std::memory_order_acquire) >= seq; }
+  void waitUntil(uint64_t seq);
+
+ private:
+  void workerLoop();
+  void ensureWorker();
+  void rethrowPendingError();
+
+  const std::string name_;
+  std::atomic<uint64_t> submitted_{0};
+  std::atomic<uint64_t> completed_{0};
+  std::mutex mutex_;
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+  std::deque<std::pair<uint64_t, std::function<void()>>> tasks_;
+  std::thread worker_;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+// NEURON_LAUNCH_BLOCKING=1 turns every async submission into a synchronous one.
+void setLaunchBlocking(bool blocking);
+bool launchBlocking();
+
+} // namespace torchneuron

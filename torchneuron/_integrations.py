@@ -1,0 +1,29 @@
+"""Optional subsystems switched on at import: each must stay cheap (no torch-mlir or jax import here)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+from torchneuron import _env
+
+
+def _available(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def install() -> None:
+    # Lowering coverage policy: warns once per executed op that has no StableHLO lowering, or refuses it.
+    if _available("torchneuron.lowering.coverage"):
+        from torchneuron.lowering import coverage
+
+        coverage.install_policy()
+    # Strict eager mode: every op through lowering + XLA:CPU.
+    if _env.get(_env.EAGER) == "lowered":
+        from torchneuron.lowering import eager
+
+        eager.install()
+    elif _env.get(_env.EAGER) != "host":
+        raise ValueError(f"TORCHNEURON_EAGER={_env.get(_env.EAGER)!r}: expected 'host' or 'lowered'")

@@ -1,0 +1,63 @@
+"""Claims PyTorch's PrivateUse1 backend as `neuron` (once per process) and wires up torch.neuron."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+
+import torch
+
+from torchneuron import _env
+
+_UNCLAIMED = "privateuseone"
+
+
+def _other_backend_owner(name: str) -> str:
+    """Best guess at which installed package registered PrivateUse1, for the error message."""
+    try:
+        for ep in importlib.metadata.entry_points(group="torch.backends"):
+            if ep.name != "torchneuron":
+                return f"{ep.value.split(':')[0]} (torch.backends entry point '{ep.name}')"
+    except Exception:  # metadata problems must not hide the real error
+        pass
+    return f"the package that registered '{name}'"
+
+
+def check_backend_unclaimed() -> None:
+    """Fails before any C++ registration when another package owns PrivateUse1."""
+    name = torch._C._get_privateuse1_backend_name()
+    if name == _UNCLAIMED:
+        return
+    mod = getattr(torch, name, None)
+    if name == "neuron" and getattr(mod, "__torchneuron__", False):
+        return
+    owner = _other_backend_owner(name)
+    raise ImportError(
+        f"torchneuron cannot register the 'neuron' device: PyTorch's PrivateUse1 backend is already claimed "
+        f"as '{name}' by {owner}, and a process can hold only one. If that package loads automatically, turn "
+        f"its autoload off with TORCH_DEVICE_BACKEND_AUTOLOAD=0 (and import torchneuron explicitly), or "
+        f"uninstall one of the two packages."
+    )
+
+
+def configure_runtime(C) -> None:
+    devices = _env.get(_env.SIM_DEVICES)
+    hbm_mb = _env.get(_env.SIM_HBM_MB)
+    C._configure(
+        _env.get(_env.RUNTIME),
+        _env.get(_env.TARGET),
+        int(devices) if devices else 0,
+        int(float(hbm_mb) * (1 << 20)) if hbm_mb else 0,
+        _env.flag(_env.LAUNCH_BLOCKING),
+    )
+
+
+def register(device_module) -> None:
+    if torch._C._get_privateuse1_backend_name() == _UNCLAIMED:
+        torch.utils.rename_privateuse1_backend("neuron")
+    if not hasattr(torch, "neuron"):
+        torch._register_device_module("neuron", device_module)
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+        )
+    os.environ.setdefault("TORCHNEURON_REGISTERED", "1")

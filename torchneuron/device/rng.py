@@ -1,0 +1,69 @@
+"""Per-device random number generators (mirrors torch.cuda.random)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import torch
+
+from torchneuron import _C
+from torchneuron.device._device import _index, current_device, device_count
+from torchneuron.device._lazy import _lazy_call, _lazy_init
+
+
+def default_generator(device: Any = None) -> torch.Generator:
+    _lazy_init()
+    return _C._get_default_generator(_index(device))
+
+
+def get_rng_state(device: Any = "neuron") -> torch.Tensor:
+    return default_generator(device).get_state()
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state(new_state: torch.Tensor, device: Any = "neuron") -> None:
+    state = new_state.clone(memory_format=torch.contiguous_format)
+    idx = _index(device) if not isinstance(device, str) or device != "neuron" else None
+    _lazy_call(lambda: default_generator(current_device() if idx is None else idx).set_state(state))
+
+
+def set_rng_state_all(new_states: Iterable[torch.Tensor]) -> None:
+    for i, state in enumerate(new_states):
+        set_rng_state(state, i)
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds the current device's generator (queued until the runtime starts)."""
+    seed = int(seed)
+    _lazy_call(lambda: default_generator(current_device()).manual_seed(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seeds every neuron device's generator; torch.manual_seed calls this too."""
+    seed = int(seed)
+
+    def apply() -> None:
+        for i in range(device_count()):
+            default_generator(i).manual_seed(seed)
+
+    _lazy_call(apply)
+
+
+def seed() -> None:
+    _lazy_call(lambda: default_generator(current_device()).seed())
+
+
+def seed_all() -> None:
+    def apply() -> None:
+        s = default_generator(0).seed()
+        for i in range(1, device_count()):
+            default_generator(i).manual_seed(s)
+
+    _lazy_call(apply)
+
+
+def initial_seed() -> int:
+    return default_generator(current_device()).initial_seed()
