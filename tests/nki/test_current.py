@@ -284,3 +284,53 @@ def test_bf16_storage_is_ml_dtypes() -> None:
     got = k(x)
     assert got.dtype == ml_dtypes.bfloat16
     np.testing.assert_array_equal(got.astype(np.float32), [[1.0, 1.0 + 2.0 ** -6]])
+
+
+def test_activation_reduce_registers() -> None:
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((128, 4), nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        junk = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+        res = nl.ndarray((128, 4), nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=junk, op=nl.copy, data=t, reduce_op=nl.add, reduce_res=res[:, 0:1])  # this row only
+        nisa.activation(dst=junk, op=nl.copy, data=t, reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        nisa.activation(dst=junk, op=nl.square, data=t, reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.reduce,
+                        reduce_res=res[:, 1:2])  # sum(x) + sum(x^2) accumulated in the registers
+        nisa.activation(dst=junk, op=nl.copy, data=t, reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.load_reduce,
+                        reduce_res=res[:, 0:1])  # starts from res[:, 0] = sum(x)
+        nisa.activation(dst=junk, op=nl.copy, data=t, reduce_cmd=nisa.reduce_cmd.reset)
+        nisa.activation(dst=junk, op=nl.copy, data=t, reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.reduce,
+                        reduce_res=res[:, 2:3])
+        nisa.memset(dst=res[:, 3:4], value=0.0)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    x = np.random.default_rng(5).standard_normal((128, 64), dtype=np.float32)
+    got = k(x)
+    s, s2 = x.sum(axis=1), (x * x).sum(axis=1)
+    np.testing.assert_allclose(got[:, 0], 2 * s, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[:, 1], s + s2, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[:, 2], s, rtol=1e-4, atol=1e-4)
+
+
+def test_dma_compute_and_n_gather() -> None:
+    @nki.jit
+    def k(a, b, idx):
+        out = nl.ndarray((2, 4, 8), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_compute(dst=out[0], srcs=[a, b], reduce_op=nl.add, scales=[2.0, -1.0])
+        t = nl.ndarray((4, 8), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        ids = nl.ndarray((4, 8), nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ids, src=idx)
+        g = nl.ndarray((4, 8), nl.float32, buffer=nl.sbuf)
+        nisa.nc_n_gather(dst=g, data=t, indices=ids)
+        nisa.dma_copy(dst=out[1], src=g)
+        return out
+
+    a, b = f32(4, 8), f32(4, 8)
+    idx = np.random.default_rng(1).integers(0, 8, (4, 8)).astype(np.int32)
+    got = k(a, b, idx)
+    np.testing.assert_allclose(got[0], 2 * a - b, rtol=1e-6)
+    np.testing.assert_array_equal(got[1], np.take_along_axis(a, idx, axis=1))

@@ -125,6 +125,7 @@ BINARY: dict[str, Callable[[Any, Any], np.ndarray]] = {
     "logical_and": _cmp(lambda a, b: (a != 0) & (b != 0)), "logical_or": _cmp(lambda a, b: (a != 0) | (b != 0)),
     "logical_xor": _cmp(lambda a, b: (a != 0) ^ (b != 0)),
     "bypass": lambda a, b: a + np.zeros_like(b), "average": lambda a, b: (a + b) * F32(0.5),
+    "prelu": lambda a, b: np.where(a > 0, a, a * b),
     "rsqrt": lambda a, b: _rsqrt(a) + np.zeros_like(b), "reciprocal": lambda a, b: _reciprocal(a) + np.zeros_like(b),
     "abs": lambda a, b: np.abs(a) + np.zeros_like(b),
 }

@@ -234,6 +234,16 @@ def dma_copy(dst: NkiTensor, src: NkiTensor, priority: Any = None, oob_mode: Any
     _dma.dma_copy(dst, src, None, oob_mode)
 
 
+def dma_compute(dst: NkiTensor, srcs: Any, reduce_op: Any, scales: Any = None, unique_indices: bool = True,
+                oob_mode: Any = oob_mode.error, name: str | None = None) -> None:
+    _dma.dma_compute(dst, srcs, reduce_op, scales)
+
+
+def nc_n_gather(dst: NkiTensor, data: NkiTensor, indices: NkiTensor, name: str | None = None) -> None:
+    """dst[p, j] = data[p, indices[p, j]]: a per-partition gather along the free dims (GpSimd)."""
+    _misc.gather_flattened(dst, data, indices, api="nc_n_gather")
+
+
 def dma_transpose(dst: NkiTensor, src: NkiTensor, axes: Any = None, priority: Any = None, dge_mode: Any = dge_mode.unknown,
                   oob_mode: Any = oob_mode.error, name: str | None = None) -> None:
     if context.current().target.generation < 3:

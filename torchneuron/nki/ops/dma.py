@@ -148,3 +148,22 @@ def hbm_array(shape: Any, dtype: Any, buffer: Any = HBM, name: str = "", init: A
     return allocate(shape, dtype, buffer, name)
 
 
+
+
+def dma_compute(dst: NkiTensor, srcs: Any, reduce_op: Any, scales: Any = None, api: str = "dma_compute") -> None:
+    """dst = reduce_op(src_0 * scale_0, src_1 * scale_1, ...), element-wise, computed by the DMA engine."""
+    srcs = list(srcs)
+    if not srcs:
+        raise fail(ERR_SHAPE, f"'{api}' needs at least one source.", "pass srcs=[a, b, ...].")
+    factors = list(scales) if scales is not None else [1.0] * len(srcs)
+    name = alu.op_name(reduce_op, "reduce_op")
+    acc = None
+    for src, factor in zip(srcs, factors):
+        if src.size != dst.size:
+            raise fail(ERR_SHAPE, f"'{api}' source `{src.name}` has {src.size} elements, dst has {dst.size}.",
+                       "give every source the destination's element count.")
+        vals = dtypes.to_compute(src.read()).reshape(dst.shape) * np.float32(factor)
+        acc = vals if acc is None else alu.binary(name, acc, vals)
+    dst.write(dtypes.cast(acc, dst.dtype))
+    for src in srcs:
+        record_dma(src, dst)

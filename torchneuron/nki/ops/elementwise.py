@@ -166,13 +166,46 @@ def activation(dst: NkiTensor, op: Any, data: Any, bias: Any = None, scale: Any 
     out = alu.unary(name, pre.astype(np.float32))
     write(dst, out, mask, api)
     run = context.current()
-    if reduce_res is not None:
-        check_on_chip(reduce_res, api, "reduce_res")
-        rname = alu.op_name(reduce_op or "add", "reduce_op")
-        red = alu.reduce(rname, out.reshape(out.shape[0], -1), (1,), keepdims=True)
-        write(reduce_res, red.reshape(reduce_res.shape), None, api)
+    reduce_registers(api, out, reduce_op, reduce_res, reduce_cmd)
     run.cost.compute("scalar", cost.scalar_cycles(_per_partition(dst), reduce_res is not None),
                      storages(data, bias, scale), storages(dst, reduce_res), cost.SBUF_ACCESS_CYCLES)
+
+
+def reduce_registers(api: str, out: np.ndarray, reduce_op: Any, reduce_res: NkiTensor | None, reduce_cmd: Any) -> None:
+    """The Scalar engine's 128 internal reduce registers (one per partition), driven by `reduce_cmd`:
+    reset zeroes them, reduce folds this instruction's row reduction in, reset_reduce starts from it,
+    load_reduce starts from `reduce_res`. A `reduce_res` with the idle command reduces this instruction
+    alone (reset_reduce), which is what kernels passing only reduce_res expect."""
+    cmd = str(getattr(reduce_cmd, "name", reduce_cmd) or "idle")
+    if reduce_res is None and cmd == "idle":
+        return
+    if cmd == "idle":
+        cmd = "reset_reduce"
+    run = context.current()
+    rname = alu.op_name(reduce_op or "add", "reduce_op")
+    identity = alu.REDUCE.get(rname, (None, 0.0))[1]
+    regs = getattr(run, "reduce_regs", None)
+    if regs is None:
+        regs = run.reduce_regs = np.full(run.target.pmax, identity, dtype=np.float32)  # type: ignore[attr-defined]
+    p = out.shape[0] if out.ndim else 1
+    red = alu.reduce(rname, out.reshape(p, -1), (1,), keepdims=False) if cmd != "reset" else None
+    if cmd == "reset":
+        regs[:] = identity
+    elif cmd == "reset_reduce":
+        regs[:p] = red
+    elif cmd == "load_reduce":
+        if reduce_res is None:
+            raise fail(ERR_INVALID_ARG, f"'{api}' with reduce_cmd=load_reduce needs reduce_res to load from.",
+                       "pass reduce_res, or use reduce_cmd=reset_reduce.")
+        regs[:p] = alu.binary(rname, read(reduce_res).reshape(-1)[:p], red)
+    elif cmd == "reduce":
+        regs[:p] = alu.binary(rname, regs[:p], red)
+    else:
+        raise fail(ERR_INVALID_ARG, f"'{api}': unknown reduce_cmd {reduce_cmd!r}.",
+                   "use nisa.reduce_cmd.idle / reset / reduce / reset_reduce / load_reduce.")
+    if reduce_res is not None:
+        check_on_chip(reduce_res, api, "reduce_res")
+        write(reduce_res, regs[:p].reshape(reduce_res.shape), None, api)
 
 
 def tensor_copy(dst: NkiTensor, src: Any, engine: Any = None, mask: np.ndarray | None = None,
