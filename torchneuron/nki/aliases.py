@@ -65,9 +65,12 @@ class AliasFinder(importlib.abc.MetaPathFinder):
                 if finder is self or not hasattr(finder, "find_spec"):
                     continue
                 try:
-                    found = finder.find_spec(top, None) is not None
+                    spec = finder.find_spec(top, None)
                 except (ImportError, ValueError):
-                    found = False
+                    spec = None
+                # A bare directory named `nki` somewhere on sys.path (e.g. a tests/nki folder) is only a
+                # namespace portion; the real packages are regular packages with an __init__.py.
+                found = spec is not None and spec.origin not in (None, "namespace")
                 if found:
                     break
             self._real[top] = found
@@ -97,6 +100,12 @@ def install_import_aliases() -> list[str]:
     if _finder not in sys.meta_path:
         sys.meta_path.insert(0, _finder)
     aliased = [top for top in ("neuronxcc", "nki") if not _finder._real_package_exists(top)]
+    for top in aliased:  # a namespace portion imported earlier (a stray `nki/` folder) must not stay cached
+        cached = sys.modules.get(top)
+        spec = getattr(cached, "__spec__", None)
+        if cached is not None and spec is not None and spec.origin in (None, "namespace"):
+            for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+                del sys.modules[name]
     for name in ("torchneuron.nki.legacy", "torchneuron.nki.current"):
         setattr(importlib.import_module(name), "__torchneuron_alias__", True)
     return aliased

@@ -182,30 +182,30 @@ def _shared(run: context.KernelRun, shape: tuple[int, ...], dt: np.dtype, name: 
     return NkiTensor.whole(st)
 
 
-def result_tile(shape: tuple[int, ...], dtype: Any, buffer: Buffer = SBUF) -> NkiTensor:
-    return allocate(shape, dtype, buffer)
-
-
 def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
     """`tile[...] = value`: the value lands in the tile (the compiler writes results in place, no cost)."""
     run = context.current()
+    source = value.buffer.name if isinstance(value, NkiTensor) else "a constant"
+    if view.buffer.is_hbm or (isinstance(value, NkiTensor) and value.buffer.is_hbm):
+        raise fail(ERR_MEMORY, f"assigning {source} to `{view.name}` in '{view.buffer.name}' moves data between HBM "
+                   "and the chip: that is a DMA, not an assignment.", "use nl.load / nl.store / nisa.dma_copy.")
     if isinstance(value, NkiTensor):
-        if value.buffer.is_hbm != view.buffer.is_hbm and not (value.buffer.on_chip and view.buffer.on_chip):
-            raise fail(ERR_MEMORY, f"assigning `{value.name}` in '{value.buffer.name}' to `{view.name}` in "
-                       f"'{view.buffer.name}' is a DMA, not an assignment.", "use nl.load / nl.store / nisa.dma_copy.")
         vals = value.read(mask_for(mask, value.shape))
         if value.buffer == PSUM:
             value.psum_mark(True)
         src = [value.storage]
     else:
-        vals = np.asarray(value, dtype=np.float32)
+        vals = np.asarray(value)
+        vals = vals.astype(np.float32) if vals.dtype == np.float64 else vals
         src = []
     try:
         np.broadcast_shapes(np.shape(vals), view.shape)
     except ValueError:
         raise fail(ERR_SHAPE, f"cannot assign shape {np.shape(vals)} to `{view.name}` view of shape {view.shape}.",
                    "match the shapes.") from None
-    cast_vals = vals if getattr(vals, "dtype", None) == dtypes.storage_dtype(view.dtype) else dtypes.cast(
-        dtypes.to_compute(np.asarray(vals)) if np.asarray(vals).dtype.kind not in "iub" else np.asarray(vals), view.dtype)
-    view.write(cast_vals, mask)
+    vals = np.asarray(vals)
+    if vals.dtype != dtypes.storage_dtype(view.dtype):
+        # integers cast directly (saturating), anything else goes through fp32 like an engine write
+        vals = dtypes.cast(vals if vals.dtype.kind in "iub" else dtypes.to_compute(vals), view.dtype)
+    view.write(vals, mask)
     run.cost.sync(src, [view.storage])
