@@ -133,13 +133,13 @@ def _check_annotations(func: Callable[..., Any], bound: inspect.BoundArguments) 
                                _kernel_location(func, False))
 
 
-def _outputs(result: Any, func: Callable[..., Any]) -> list[NkiTensor]:
+def _outputs(result: Any) -> list[NkiTensor]:
     if isinstance(result, NkiTensor):
         return [result]
     if isinstance(result, (tuple, list)):
-        return [t for r in result for t in _outputs(r, func)]
+        return [t for r in result for t in _outputs(r)]
     if isinstance(result, dict):
-        return [t for r in result.values() for t in _outputs(r, func)]
+        return [t for r in result.values() for t in _outputs(r)]
     return []
 
 
@@ -219,7 +219,7 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
         prints += run.prints
         if results is None:
             results = out
-    _check_outputs(func, _outputs(results, func))
+    _check_outputs(func, _outputs(results))
     to_torch = any(_is_torch(i.original) for i in inputs.values())
     for item in inputs.values():  # kernels may write their inputs (legacy output arguments)
         if item.copied and item.tensor.storage.written is None:

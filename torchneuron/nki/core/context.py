@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ERR_OUTSIDE_KERNEL, ERR_PSUM_CAPACITY, ERR_SBUF_CAPACITY, fail
 from ..hardware import Target
@@ -60,6 +60,8 @@ class KernelRun:
     # shared_hbm allocations are one tensor for the whole grid: the n-th one each instance makes is the same
     shared: list = field(default_factory=list)
     shared_next: int = 0
+    rng: Any = None           # the PRNG state (ops.misc), created on first use
+    reduce_regs: Any = None   # the Scalar engine's per-partition reduce registers (ops.elementwise)
 
     def __post_init__(self) -> None:
         self.memory = OnChipMemory(self.target)

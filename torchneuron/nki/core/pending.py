@@ -49,7 +49,7 @@ def flush(storage: Any) -> None:
         fresh = dst.psum_fresh_values()
         if not fresh.all():
             result = np.where(fresh, result, dtypes.to_compute(dst.read()) + result)
-    dst.write(dtypes.cast(result, dst.dtype), None, from_matmul=True)
+    dst.write(dtypes.cast(result, dst.dtype))
 
 
 def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:

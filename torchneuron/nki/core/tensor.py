@@ -149,8 +149,10 @@ class NkiTensor:
             return self._strided(data)
         return data[self._safe_index(mask)]
 
-    def write(self, values: np.ndarray, mask: np.ndarray | None = None, from_matmul: bool = False) -> None:
-        """Store already-cast `values` (broadcast to this view) where `mask` holds; keep the bookkeeping."""
+    def write(self, values: np.ndarray, mask: np.ndarray | None = None) -> None:
+        """Store already-cast `values` (broadcast to this view) where `mask` holds. Bookkeeping: outputs
+        remember what was written; a PSUM element that holds a value is no longer fresh, so the next
+        `accumulate=None` matmul adds to it until another engine reads it."""
         values = np.broadcast_to(values, self.shape)
         st = self.storage
         if st.pending is not None:

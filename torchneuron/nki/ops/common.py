@@ -88,6 +88,8 @@ def check_partitions(t: Operand, api: str, arg: str, limit: int | None = None) -
     if t.index is not None or t.pdim is None or p <= 1:
         return
     pstride = t.strides[t.pdim]  # type: ignore[index]
+    if pstride == 0:  # a partition broadcast (`broadcast_to`): the compiler replicates the row
+        return
     if pstride != st.partition_stride and st.partition_stride != 0:
         raise fail(ERR_LEADING_PARTITION, f"operand '{arg}' of '{api}' does not occupy contiguous partitions "
                    f"(partition step {pstride // max(st.partition_stride, 1)}).",
@@ -118,7 +120,7 @@ def read_raw(t: Operand, mask: np.ndarray | None = None) -> Any:
     return np.asarray(t)
 
 
-def write(dst: NkiTensor, values: Any, mask: np.ndarray | None = None, api: str = "", from_matmul: bool = False) -> None:
+def write(dst: NkiTensor, values: Any, mask: np.ndarray | None = None, api: str = "") -> None:
     values = np.asarray(values)
     try:
         np.broadcast_shapes(values.shape, dst.shape)
@@ -128,7 +130,7 @@ def write(dst: NkiTensor, values: Any, mask: np.ndarray | None = None, api: str 
     if values.shape != dst.shape and values.size > dst.size:
         raise fail(ERR_SHAPE, f"'{api}' produces shape {values.shape}, larger than destination `{dst.name}` "
                    f"{dst.shape}.", "make the destination tile the shape of the result.")
-    dst.write(dtypes.cast(values, dst.dtype), mask_for(mask, dst.shape), from_matmul=from_matmul)
+    dst.write(dtypes.cast(values, dst.dtype), mask_for(mask, dst.shape))
 
 
 def storages(*ts: Any) -> list[Storage]:

@@ -184,9 +184,9 @@ def reduce_registers(api: str, out: np.ndarray, reduce_op: Any, reduce_res: NkiT
     run = context.current()
     rname = alu.op_name(reduce_op or "add", "reduce_op")
     identity = alu.REDUCE.get(rname, (None, 0.0))[1]
-    regs = getattr(run, "reduce_regs", None)
-    if regs is None:
-        regs = run.reduce_regs = np.full(run.target.pmax, identity, dtype=np.float32)  # type: ignore[attr-defined]
+    if run.reduce_regs is None:
+        run.reduce_regs = np.full(run.target.pmax, identity, dtype=np.float32)
+    regs = run.reduce_regs
     p = out.shape[0] if out.ndim else 1
     red = alu.reduce(rname, out.reshape(p, -1), (1,), keepdims=False) if cmd != "reset" else None
     if cmd == "reset":

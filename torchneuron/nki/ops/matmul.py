@@ -118,7 +118,7 @@ def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, accumula
                 fresh = dst.psum_fresh_values()
                 if not fresh.all():
                     result = np.where(fresh, result, dtypes.to_compute(dst.read()) + result)
-            write(dst, result, mask, api, from_matmul=True)
+            write(dst, result, mask, api)
     fp32 = stationary.dtype in _FP32_FAMILY and moving.dtype in _FP32_FAMILY
     run.cost.compute("tensor", cost.matmul_cycles(m, n, fp32), storages(stationary, moving), [dst.storage],
                      cost.MM_INIT_LATENCY, flops=2.0 * k * m * n)

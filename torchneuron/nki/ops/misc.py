@@ -187,11 +187,9 @@ class _Rng:
 
 def rng_state() -> _Rng:
     run = context.current()
-    state = getattr(run, "_rng", None)
-    if state is None:
-        state = _Rng()
-        run._rng = state  # type: ignore[attr-defined]
-    return state
+    if run.rng is None:
+        run.rng = _Rng()
+    return run.rng
 
 
 def rand(dst: NkiTensor, low: float = 0.0, high: float = 1.0, api: str = "rand") -> None:

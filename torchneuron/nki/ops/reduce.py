@@ -68,8 +68,12 @@ def nl_reduce(name: str, x: NkiTensor, axis: Any, dtype: Any = None, keepdims: b
     dst = allocate(shape, dt, SBUF)
     if name in ("mean", "var"):
         vals = read(x, mask)
-        mean = np.mean(vals, axis=axes, keepdims=True, dtype=np.float32)
-        out = mean if name == "mean" else np.mean(np.square(vals - mean), axis=axes, keepdims=True, dtype=np.float32)
+        # masked-off elements take no part; a fully masked row gives 0 instead of 0/0
+        keep = np.ones(vals.shape, np.float32) if mask is None else np.broadcast_to(mask, vals.shape).astype(np.float32)
+        count = np.maximum(keep.sum(axis=axes, keepdims=True), 1.0)
+        mean = (np.where(keep > 0, vals, 0).sum(axis=axes, keepdims=True) / count).astype(np.float32)
+        out = mean if name == "mean" else (np.where(keep > 0, np.square(vals - mean), 0).sum(
+            axis=axes, keepdims=True) / count).astype(np.float32)
         write(dst, out.reshape(shape), None, f"nl.{name}")
         run = context.current()
         run.cost.compute("vector", max(cost.MIN_II, 2 * x.free_size), [x.storage], [dst.storage])
