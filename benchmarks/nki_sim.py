@@ -21,6 +21,8 @@ import ml_dtypes
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The simulator needs no neuron device; keep torch's backend autoload (device registration) out of the timing.
+os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
 
 from nki_ops import matmul  # noqa: E402
 from torchneuron import nki  # noqa: E402
