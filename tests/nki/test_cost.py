@@ -106,3 +106,19 @@ def test_benchmark_script_writes_json(tmp_path: Path) -> None:
     assert data["shape"] == [256, 256, 256] and data["max_rel_error_vs_reference"] < 1e-2
     assert data["sim_over_numpy"] > 0 and data["estimate_over_roofline"] >= 1.0
     assert data["estimate"]["bound"] in ("tensor", "dma")
+
+
+def test_wide_free_strides_halve_sbuf_bandwidth() -> None:
+    def make(step: int):
+        @nki.jit
+        def k(x):
+            t = nl.ndarray((128, 4096), nl.float32, buffer=nl.sbuf)
+            nisa.memset(dst=t, value=1.0)
+            d = nl.ndarray((128, 512), nl.float32, buffer=nl.sbuf)
+            nisa.activation(dst=d, op=nl.exp, data=t[:, 0:512 * step:step])
+        return k
+
+    x = np.zeros((1, 1), np.float32)
+    dense, strided4, strided8 = (nki.estimate(make(s), x).engine_busy_ns["scalar"] for s in (1, 4, 8))
+    assert dense == strided4  # 16-byte steps keep full bandwidth
+    assert strided8 == pytest.approx(2 * dense)

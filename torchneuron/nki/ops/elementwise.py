@@ -40,6 +40,16 @@ def _per_partition(t: Any) -> int:
     return t.free_size if isinstance(t, NkiTensor) else 1
 
 
+def strided_penalty(*operands: Any) -> float:
+    """Free-dim steps wider than 16 bytes halve SBUF bandwidth (reference §3): such instructions take 2x."""
+    for t in operands:
+        if isinstance(t, NkiTensor) and t.buffer.on_chip and t.strides and t.index is None:
+            free = [s for d, s in enumerate(t.strides) if d != t.pdim and t.shape[d] > 1]
+            if free and abs(free[-1]) * t.itemsize > 16:
+                return 2.0
+    return 1.0
+
+
 def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine: str = "vector") -> None:
     run = context.current()
     n = max(_per_partition(t) for t in [dst, *inputs])
@@ -52,6 +62,7 @@ def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine:
         fast = all(t.dtype in _FAST16 for t in [*tensors, dst])
         two = len(tensors) >= 2 and not any(t.buffer == PSUM for t in tensors) and not fast
         cycles = cost.vector_cycles(run.target, n, 2 if two else 1, fast, kind)
+    cycles *= strided_penalty(dst, *inputs)
     run.cost.compute(engine, cycles, storages(*inputs), [dst.storage], cost.SBUF_ACCESS_CYCLES)
 
 
@@ -167,7 +178,7 @@ def activation(dst: NkiTensor, op: Any, data: Any, bias: Any = None, scale: Any 
     write(dst, out, mask, api)
     run = context.current()
     reduce_registers(api, out, reduce_op, reduce_res, reduce_cmd)
-    run.cost.compute("scalar", cost.scalar_cycles(_per_partition(dst), reduce_res is not None),
+    run.cost.compute("scalar", cost.scalar_cycles(_per_partition(dst), reduce_res is not None) * strided_penalty(dst, data),
                      storages(data, bias, scale), storages(dst, reduce_res), cost.SBUF_ACCESS_CYCLES)
 
 
