@@ -334,3 +334,38 @@ def test_dma_compute_and_n_gather() -> None:
     got = k(a, b, idx)
     np.testing.assert_allclose(got[0], 2 * a - b, rtol=1e-6)
     np.testing.assert_array_equal(got[1], np.take_along_axis(a, idx, axis=1))
+
+
+def test_lnc2_sendrecv_and_core_barrier() -> None:
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        me = nl.program_id(0)
+        rows = x.shape[0] // 2
+        mine = nl.ndarray((rows, x.shape[1]), x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=mine, src=x[me * rows:(me + 1) * rows, :])
+        theirs = nl.ndarray((rows, x.shape[1]), x.dtype, buffer=nl.sbuf)
+        peer = 1 - me
+        nisa.sendrecv(src=mine, dst=theirs, send_to_rank=peer, recv_from_rank=peer, pipe_id=0)
+        nisa.core_barrier(data=theirs, cores=(0, 1))
+        nisa.dma_copy(dst=out[me * rows:(me + 1) * rows, :], src=theirs)  # each core writes the other's half
+        return out
+
+    x = f32(256, 32)
+    got = nki.simulate(k[2])(x)
+    np.testing.assert_array_equal(got, np.concatenate([x[128:], x[:128]]))
+
+
+def test_lnc2_failure_on_one_core_does_not_hang() -> None:
+    @nki.jit
+    def k(x):
+        t = nl.ndarray((128, 4), nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=0.0)
+        if nl.program_id(0) == 1:
+            nl.ndarray((256, 4), nl.float32, buffer=nl.sbuf)  # core 1 fails before the barrier
+        nisa.core_barrier(data=t, cores=(0, 1))
+
+    with pytest.raises(nki.NkiError, match="err_num_partition_exceed_arch_limit"):
+        nki.simulate(k[2])(f32(2, 2))
+    with pytest.raises(nki.NkiError, match="kernel\\[2\\]"):
+        nki.simulate(k[1])(f32(2, 2))

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import cost, dtypes
+from . import cost, dtypes, lnc
 from .core import context
 from .core.buffers import HBM, SHARED_HBM, Storage
 from .core.tensor import NkiTensor
@@ -211,10 +211,21 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     results: Any = None
     peak_sbuf = peak_psum = 0
     prints: list[tuple[str, Any]] = []
-    for ids, core in grid_programs(grid) if grid else [((), 0)]:
-        run = context.KernelRun(target, models[core], tuple(d.size for d in grid), ids, api, shared=shared)
+    programs = grid_programs(grid) if grid else [((), 0)]
+    sizes = tuple(d.size for d in grid)
+    exchange = lnc.CoreExchange(cores) if api == "current" and cores > 1 else None
+
+    def program(i: int) -> tuple[context.KernelRun, Any]:
+        ids, core = programs[i]
+        run = context.KernelRun(target, models[core], sizes, ids, api, shared=shared, exchange=exchange)
         with context.running(run):
-            out = func(*bound.args, **bound.kwargs)
+            return run, func(*bound.args, **bound.kwargs)
+
+    if exchange is not None:  # LNC=2: the cores run at once and may sendrecv / core_barrier
+        finished = lnc.run_concurrently(len(programs), lnc.bind_exchange(exchange)(program))
+    else:
+        finished = [program(i) for i in range(len(programs))]
+    for run, out in finished:
         peak_sbuf, peak_psum = max(peak_sbuf, run.memory.peak["sbuf"]), max(peak_psum, run.memory.peak["psum"])
         prints += run.prints
         if results is None:

@@ -62,6 +62,7 @@ class KernelRun:
     shared_next: int = 0
     rng: Any = None           # the PRNG state (ops.misc), created on first use
     reduce_regs: Any = None   # the Scalar engine's per-partition reduce registers (ops.elementwise)
+    exchange: Any = None      # lnc.CoreExchange when the cores of an LNC launch run concurrently
 
     def __post_init__(self) -> None:
         self.memory = OnChipMemory(self.target)

@@ -252,6 +252,36 @@ def dma_transpose(dst: NkiTensor, src: NkiTensor, axes: Any = None, priority: An
     _dma.dma_transpose(dst, src, axes)
 
 
+def _exchange(api: str) -> Any:
+    run = context.current()
+    if run.exchange is None:
+        raise fail(ERR_INVALID_ARG, f"nisa.{api} needs a multi-core launch.",
+                   "launch the kernel as kernel[2] (LNC=2) so there is a peer core.")
+    return run
+
+
+def sendrecv(src: NkiTensor, dst: NkiTensor, send_to_rank: int, recv_from_rank: int, pipe_id: int = 0,
+             dma_engine: Any = dma_engine.dma, name: str | None = None) -> None:
+    """Send `src` to core `send_to_rank` and receive into `dst` from core `recv_from_rank` (same pipe)."""
+    run = _exchange("sendrecv")
+    me = run.program_ids[0]
+    run.exchange.send(int(pipe_id), me, int(send_to_rank), np.array(src.read()))
+    values = run.exchange.receive(int(pipe_id), int(recv_from_rank), me)
+    if values.size != dst.size:
+        raise fail(ERR_INVALID_ARG, f"sendrecv received {values.size} elements from core {recv_from_rank}, dst "
+                   f"`{dst.name}` holds {dst.size}.", "send and receive tiles of the same size on both cores.")
+    vals = values.reshape(dst.shape)
+    dst.write(vals if vals.dtype == dtypes.storage_dtype(dst.dtype) else dtypes.cast(dtypes.to_compute(vals), dst.dtype))
+    _dma.record_dma(src, dst)
+
+
+def core_barrier(data: Any = None, cores: Any = (0, 1), engine: Any = engine.gpsimd, name: str | None = None) -> None:
+    """Wait until every core in `cores` reaches this barrier."""
+    run = _exchange("core_barrier")
+    run.exchange.barrier(tuple(sorted(int(c) for c in cores)))
+    run.cost.compute("gpsimd", cost.GPSIMD_START_CYCLES, storages(data), storages(data))
+
+
 def get_nc_version() -> nc_version:
     return nc_version(context.current().target.generation)
 

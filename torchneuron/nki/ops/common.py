@@ -3,6 +3,7 @@ cast-on-write, and allocating the tiles legacy calls return."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -169,7 +170,15 @@ def allocate(shape: Any, dtype: Any, buffer: Buffer = SBUF, name: str = "") -> N
     return NkiTensor.whole(st)
 
 
+_SHARED_LOCK = threading.Lock()  # LNC programs allocate shared tensors from two threads
+
+
 def _shared(run: context.KernelRun, shape: tuple[int, ...], dt: np.dtype, name: str) -> NkiTensor:
+    with _SHARED_LOCK:
+        return _shared_locked(run, shape, dt, name)
+
+
+def _shared_locked(run: context.KernelRun, shape: tuple[int, ...], dt: np.dtype, name: str) -> NkiTensor:
     i = run.shared_next
     run.shared_next += 1
     if i < len(run.shared):
