@@ -122,3 +122,19 @@ def test_wide_free_strides_halve_sbuf_bandwidth() -> None:
     dense, strided4, strided8 = (nki.estimate(make(s), x).engine_busy_ns["scalar"] for s in (1, 4, 8))
     assert dense == strided4  # 16-byte steps keep full bandwidth
     assert strided8 == pytest.approx(2 * dense)
+
+
+def test_dma_transpose_uses_the_transpose_hardware_on_trn2(monkeypatch: pytest.MonkeyPatch) -> None:
+    @nki.jit
+    def k(x):
+        t = nl.ndarray((128, 128), nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x.permute(1, 0))   # plain DMA of a transposed view: element descriptors
+        u = nl.ndarray((128, 128), nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=u, src=x)
+
+    x = np.zeros((128, 128), ml_dtypes.bfloat16)
+    model = cost.CostModel(TRN2)
+    model.dma(128 * 128 * 2, 128)
+    by_rows = model.busy["dma"]
+    busy = nki.estimate(k, x).engine_busy_ns["dma"]
+    assert busy == pytest.approx(by_rows + 128 * 128 * cost.DMA_MIN_CHUNK_BYTES / TRN2.dma_bytes_per_ns)

@@ -304,3 +304,21 @@ def test_sub_kernel_and_trace() -> None:
 
     a = f32(64, 64)
     np.testing.assert_array_equal(k(a), a + a)
+
+
+def test_indirect_load_with_index_tile() -> None:
+    @nki.jit
+    def k(data, idx):
+        out = nl.ndarray((128, 64), data.dtype, buffer=nl.shared_hbm)
+        i_p = nl.arange(128)[:, None]
+        i_f = nl.arange(64)[None, :]
+        ids = nl.load(idx)
+        rows = nl.load(data[ids[i_p, 0], i_f])      # gather one HBM row per partition
+        nl.store(out, rows)
+        return out
+
+    data = f32(500, 64)
+    idx = RNG.integers(0, 500, (128, 1)).astype(np.int32)
+    np.testing.assert_array_equal(k(data, idx), data[idx[:, 0]])
+    with pytest.raises(nki.NkiError, match="err_tensor_access_out_of_bound"):
+        k(data, np.full((128, 1), 500, np.int32))

@@ -36,13 +36,16 @@ def _chunks(t: NkiTensor) -> int:
     return max(t.size // max(inner, 1), 1)
 
 
-def record_dma(src: NkiTensor, dst: NkiTensor) -> None:
+def record_dma(src: NkiTensor, dst: NkiTensor, hw_transpose: bool = False) -> None:
+    """Charge a transfer. A hardware DMA transpose (NC-v3+) reads and writes whole rows, so only the
+    destination's runs count; without it a transposing copy moves one element per descriptor."""
     nbytes = dst.size * dtypes.itemsize(dst.dtype)
-    context.current().cost.dma(nbytes, max(_chunks(src), _chunks(dst)), [src.storage], [dst.storage])
+    runs = _chunks(dst) if hw_transpose else max(_chunks(src), _chunks(dst))
+    context.current().cost.dma(nbytes, runs, [src.storage], [dst.storage])
 
 
 def _transfer(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None, api: str, oob_skip: bool = False,
-              rmw_op: Any = None) -> None:
+              rmw_op: Any = None, hw_transpose: bool = False) -> None:
     if src.size != dst.size:
         raise fail(ERR_SHAPE, f"'{api}' copies {src.size} elements of `{src.name}` {src.shape} into {dst.size} "
                    f"elements of `{dst.name}` {dst.shape}.", "make the element counts equal.")
@@ -64,7 +67,7 @@ def _transfer(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None, api: str,
         current = dtypes.to_compute(dst.read(dmask))
         values = dtypes.cast(alu.binary(alu.op_name(rmw_op), current, dtypes.to_compute(values)), dst.dtype)
     dst.write(values, dmask)
-    record_dma(src, dst)
+    record_dma(src, dst, hw_transpose)
 
 
 def dma_copy(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None = None, oob_mode: Any = None,
@@ -120,7 +123,8 @@ def load_transpose2d(src: NkiTensor, dtype: Any = None, mask: np.ndarray | None 
                    f"'{src.buffer.name}'.", "pass a 2-D HBM view.")
     from ..core import views
     dst = allocate((src.shape[1], src.shape[0]), dtype if dtype is not None else src.dtype, SBUF)
-    _transfer(dst, views.permute(src, 1, 0), None, "load_transpose2d")
+    hw = context.current().target.generation >= 3 and dtypes.itemsize(src.dtype) in (2, 4)
+    _transfer(dst, views.permute(src, 1, 0), None, "load_transpose2d", hw_transpose=hw)
     return dst
 
 
@@ -130,7 +134,7 @@ def dma_transpose(dst: NkiTensor, src: NkiTensor, axes: Any = None, api: str = "
         raise fail(ERR_MEMORY, f"'{api}' supports 2- and 4-byte dtypes, got {dtypes.name(src.dtype)}.",
                    "transpose on the Tensor engine (nisa.nc_transpose) instead.")
     order = tuple(axes) if axes is not None else tuple(reversed(range(src.ndim)))
-    _transfer(dst, views.permute(src, *order), None, api)
+    _transfer(dst, views.permute(src, *order), None, api, hw_transpose=True)
 
 
 def shared_constant(constant: Any, dtype: Any = None) -> NkiTensor:
