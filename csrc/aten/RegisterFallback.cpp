@@ -1,4 +1,5 @@
-// Registration only: every other ATen op on neuron goes through the boxed host-execution fallback.
+// Registration only: every other ATen op on neuron goes through the boxed host-execution path.
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
 #include "aten/native/HostFallback.h"
@@ -6,3 +7,25 @@
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
 }
+
+namespace {
+// Structured ops (add, mul, sum, ...) would otherwise reach PrivateUse1 through their
+// CompositeExplicitAutogradNonFunctional wrapper, which dispatches empty() and then the out= overload: two
+// dispatches and an extra alias per call. Sending the functional and in-place overloads straight to the host
+// path lets the host kernel allocate its result in device memory itself, which halves small-op latency.
+struct DirectHostPath {
+  DirectHostPath() : lib(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__) {
+    auto& dispatcher = c10::Dispatcher::singleton();
+    for (const auto& name : dispatcher.getAllOpNames()) {
+      if (name.name.rfind("aten::", 0) != 0) continue;
+      auto op = dispatcher.findOp(name);
+      if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
+      if (!op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) continue;
+      std::string qualified = name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
+      lib.impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
+    }
+  }
+  torch::Library lib;
+};
+DirectHostPath* g_direct = new DirectHostPath();  // kept for the process: registrations die with the Library
+} // namespace

@@ -1,0 +1,96 @@
+"""Process-level behaviour: forked children, runtime selection, autoload."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+BASE_ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+
+
+def _run(code: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], env={**BASE_ENV, **env}, capture_output=True, text=True)
+
+
+def test_forked_child_of_initialised_parent_gets_clear_error():
+    code = (
+        "import os, torch, torchneuron\n"
+        "torch.ones(1, device='neuron')\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    try:\n"
+        "        torch.ones(1, device='neuron')\n"
+        "        os._exit(3)\n"
+        "    except RuntimeError as e:\n"
+        "        print(e, flush=True)\n"
+        "        os._exit(0 if 'spawn' in str(e) else 4)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print('child-exit', os.waitstatus_to_exitcode(status))\n"
+    )
+    out = _run(code)
+    assert "child-exit 0" in out.stdout, out.stdout + out.stderr
+    assert "forked subprocess" in out.stdout
+
+
+def test_forked_child_can_still_seed_and_use_cpu():
+    # DataLoader workers call torch.manual_seed in forked children: that must not fail.
+    code = (
+        "import os, torch, torchneuron\n"
+        "torch.ones(1, device='neuron')\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    torch.manual_seed(1); torch.ones(2).sum()\n"
+        "    os._exit(0 if torch.neuron._is_in_bad_fork() else 5)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print('child-exit', os.waitstatus_to_exitcode(status))\n"
+    )
+    out = _run(code)
+    assert "child-exit 0" in out.stdout, out.stdout + out.stderr
+
+
+def test_runtime_nrt_without_libnrt_is_a_clear_error():
+    out = _run("import torch, torchneuron; torch.ones(1, device='neuron')", TORCHNEURON_RUNTIME="nrt")
+    assert out.returncode != 0
+    assert "TORCHNEURON_RUNTIME=nrt" in out.stderr and "libnrt" in out.stderr
+    assert "Segmentation" not in out.stderr
+
+
+def test_unknown_target_is_a_clear_error():
+    out = _run("import torch, torchneuron; torch.ones(1, device='neuron')", TORCHNEURON_TARGET="trn9")
+    assert out.returncode != 0 and "trn1, trn2, trn3" in out.stderr
+
+
+def test_sim_device_count_override():
+    out = _run("import torch, torchneuron; print(torch.neuron.device_count())", TORCHNEURON_SIM_DEVICES="8")
+    assert out.stdout.strip() == "8"
+
+
+def test_lazy_initialisation():
+    out = _run("import torch, torchneuron; print(torch.neuron.is_initialized()); torch.neuron.manual_seed(1);"
+               "print(torch.neuron.is_initialized()); torch.ones(1, device='neuron');"
+               "print(torch.neuron.is_initialized())")
+    assert out.stdout.split() == ["False", "False", "True"], out.stderr
+
+
+def test_autoload_in_fresh_process():
+    out = _run("import torch; x = torch.ones(2, device='neuron'); print(x.device, 'torchneuron' in __import__('sys').modules)")
+    if "unsupported device" in out.stderr or "Expected one of" in out.stderr:
+        pytest.fail("autoload did not register neuron: is the package installed (make install)?\n" + out.stderr)
+    assert out.stdout.strip() == "neuron:0 True", out.stderr
+
+
+def test_autoload_can_be_disabled():
+    out = _run("import sys, torch; print('torchneuron' in sys.modules)", TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    assert out.stdout.strip() == "False"
+
+
+def test_second_privateuse1_backend_is_refused():
+    code = (
+        "import torch\n"
+        "torch.utils.rename_privateuse1_backend('otherdev')\n"
+        "import torchneuron\n"
+    )
+    out = _run(code, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    assert out.returncode != 0
+    assert "already claimed as 'otherdev'" in out.stderr and "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in out.stderr

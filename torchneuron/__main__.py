@@ -1,0 +1,3 @@
+from torchneuron.cli import main
+
+raise SystemExit(main())

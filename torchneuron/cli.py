@@ -1,0 +1,55 @@
+"""`python -m torchneuron {info,demo}`."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+
+
+def info() -> int:
+    import torch
+
+    import torchneuron
+    from torchneuron import _C, _env
+
+    rt = _C._runtime_info()
+    loaded, path, error = _C._probe_libnrt()
+    print(f"torchneuron {torchneuron.__version__}  (torch {torch.__version__}, Python {platform.python_version()})")
+    print(f"runtime      : {rt['runtime']}  (TORCHNEURON_RUNTIME={_env.get(_env.RUNTIME)}; libnrt: "
+          f"{'found at ' + path if loaded else 'not found'})")
+    print(f"target       : {rt['target']}  ({rt['instance']}, {rt['core_generation']}, LNC={rt['lnc']})")
+    print(f"devices      : {rt['devices']}  x {rt['hbm_bytes_per_device'] / (1 << 30):.1f} GiB HBM each")
+    for i in range(torch.neuron.device_count()):
+        free, total = torch.neuron.mem_get_info(i)
+        print(f"  neuron:{i}   {torch.neuron.get_device_name(i)}  free {free / (1 << 30):.1f} / "
+              f"{total / (1 << 30):.1f} GiB  allocated {torch.neuron.memory_allocated(i)} B")
+    versions = []
+    for mod in ("numpy", "ml_dtypes", "jax", "jaxlib", "torch_mlir"):
+        try:
+            from importlib.metadata import version
+
+            versions.append(f"{mod} {version(mod.replace('_', '-'))}")
+        except Exception:
+            versions.append(f"{mod} (not installed)")
+    print("versions     : " + ", ".join(versions))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m torchneuron", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="runtime, target, devices, memory and versions")
+    demo = sub.add_parser("demo", help="train a small model on the neuron device and report progress")
+    demo.add_argument("--steps", type=int, default=300)
+    demo.add_argument("--device", default="neuron")
+    args = parser.parse_args(argv)
+    if args.command == "info":
+        return info()
+    from torchneuron.demo import run
+
+    return run(steps=args.steps, device=args.device)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
