@@ -58,7 +58,7 @@ class AliasFinder(importlib.abc.MetaPathFinder):
     def __init__(self) -> None:
         self._real: dict[str, bool] = {}
 
-    def _real_package_exists(self, top: str) -> bool:
+    def real_package_exists(self, top: str) -> bool:
         if top not in self._real:
             found = False
             for finder in sys.meta_path:
@@ -81,7 +81,7 @@ class AliasFinder(importlib.abc.MetaPathFinder):
             return None
         top = fullname.split(".")[0]
         ours = isinstance(sys.modules.get(top), types.ModuleType) and getattr(sys.modules[top], "__torchneuron_alias__", False)
-        if not ours and self._real_package_exists(top):
+        if not ours and self.real_package_exists(top):
             return None
         is_package = fullname in ("neuronxcc", "neuronxcc.nki", "nki")
         spec = importlib.util.spec_from_loader(fullname, _AliasLoader(fullname), is_package=is_package)
@@ -99,7 +99,7 @@ def install_import_aliases() -> list[str]:
         _finder = AliasFinder()
     if _finder not in sys.meta_path:
         sys.meta_path.insert(0, _finder)
-    aliased = [top for top in ("neuronxcc", "nki") if not _finder._real_package_exists(top)]
+    aliased = [top for top in ("neuronxcc", "nki") if not _finder.real_package_exists(top)]
     for top in aliased:  # a namespace portion imported earlier (a stray `nki/` folder) must not stay cached
         cached = sys.modules.get(top)
         spec = getattr(cached, "__spec__", None)

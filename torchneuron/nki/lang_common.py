@@ -214,7 +214,7 @@ def where(condition: Any, x: Any, y: Any, dtype: Any = None, mask: Any = None, *
     dst = _allocate(shape, dtype if dtype is not None else _dt.result_dtype(*dts), _SBUF)
     c = _read(condition) != 0
     _write(dst, np.where(c, _read(x), _read(y)), _mask(mask), "nl.where")
-    _misc._cost("vector", dst, [condition, x, y])
+    _misc.charge("vector", dst, [condition, x, y])
     return dst
 
 

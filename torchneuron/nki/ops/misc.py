@@ -15,7 +15,8 @@ from ..errors import ERR_DIM_LIMIT, ERR_INVALID_ARG, ERR_SHAPE, fail
 from .common import check_on_chip, check_partitions, mask_array, read, read_raw, storages, write
 
 
-def _cost(engine: str, dst: NkiTensor, inputs: list[Any], cycles: float | None = None) -> None:
+def charge(engine: str, dst: NkiTensor, inputs: list[Any], cycles: float | None = None) -> None:
+    """Record one instruction writing `dst`; by default `150 + N` on GpSimd, `max(MIN_II, N)` elsewhere."""
     run = context.current()
     n = dst.free_size
     if cycles is None:
@@ -47,7 +48,7 @@ def iota(dst: NkiTensor, pattern: Any, offset: int = 0, channel_multiplier: int 
     else:
         vals = pattern_values(dst.shape, pattern, int(offset), int(channel_multiplier))
     dst.write(dtypes.cast(vals.astype(np.int64) if dtypes.is_int(dst.dtype) else vals.astype(np.float32), dst.dtype))
-    _cost("gpsimd", dst, [])
+    charge("gpsimd", dst, [])
 
 
 def affine_select(dst: NkiTensor, predicate: Any, on_true_tile: Any, on_false_value: Any, api: str = "affine_select",
@@ -56,7 +57,7 @@ def affine_select(dst: NkiTensor, predicate: Any, on_true_tile: Any, on_false_va
     check_partitions(dst, api, "dst")
     pred = np.broadcast_to(mask_array(predicate) if not isinstance(predicate, np.ndarray) else predicate, dst.shape)
     write(dst, np.where(pred, read(on_true_tile, mask), np.float32(on_false_value)), mask, api)
-    _cost("gpsimd", dst, [on_true_tile])
+    charge("gpsimd", dst, [on_true_tile])
 
 
 def affine_select_pattern(dst: NkiTensor, pattern: Any, channel_multiplier: int, on_true_tile: Any,
@@ -77,7 +78,7 @@ def tensor_copy_predicated(dst: NkiTensor, src: Any, predicate: Any, reverse_pre
         pred = pred & np.broadcast_to(mask, pred.shape)
     src_vals = read(src) if isinstance(src, NkiTensor) else np.float32(src)
     dst.write(dtypes.cast(np.broadcast_to(src_vals, dst.shape), dst.dtype), np.broadcast_to(pred, dst.shape))
-    _cost("vector", dst, [src, predicate])
+    charge("vector", dst, [src, predicate])
 
 
 def select_reduce(dst: NkiTensor, predicate: Any, on_true: Any, on_false: Any, reduce_res: NkiTensor | None = None,
@@ -90,7 +91,7 @@ def select_reduce(dst: NkiTensor, predicate: Any, on_true: Any, on_false: Any, r
     if reduce_res is not None:
         red = alu.reduce(alu.op_name(reduce_op), out.reshape(out.shape[0], -1), (1,), True)
         write(reduce_res, red.reshape(reduce_res.shape), None, api)
-    _cost("vector", dst, [predicate, on_true, on_false])
+    charge("vector", dst, [predicate, on_true, on_false])
 
 
 def range_select(dst: NkiTensor, on_true_tile: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,
@@ -106,7 +107,7 @@ def range_select(dst: NkiTensor, on_true_tile: Any, comp_op0: Any, comp_op1: Any
     if reduce_res is not None:
         red = alu.reduce(alu.op_name(reduce_op), out, (1,), True)
         write(reduce_res, red.reshape(reduce_res.shape), None, api)
-    _cost("vector", dst, [on_true_tile, bound0, bound1])
+    charge("vector", dst, [on_true_tile, bound0, bound1])
 
 
 def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
@@ -122,7 +123,7 @@ def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0
         prev = alu.binary(n1, b[:, i], t) if reverse1 else alu.binary(n1, t, b[:, i])
         out[:, i] = prev
     write(dst, out.reshape(dst.shape), None, api)
-    _cost("vector", dst, [data0, data1, initial], max(cost.MIN_II, 2 * dst.free_size))
+    charge("vector", dst, [data0, data1, initial], max(cost.MIN_II, 2 * dst.free_size))
 
 
 def max8(dst: NkiTensor, src: NkiTensor, api: str = "max8") -> None:
@@ -131,7 +132,7 @@ def max8(dst: NkiTensor, src: NkiTensor, api: str = "max8") -> None:
         raise fail(ERR_DIM_LIMIT, f"'{api}' needs at least 8 elements per partition, got {x.shape[1]}.", "pad the tile.")
     top = -np.sort(-x, axis=1)[:, :8]
     write(dst, top.reshape(dst.shape), None, api)
-    _cost("vector", dst, [src], max(cost.MIN_II, src.free_size))
+    charge("vector", dst, [src], max(cost.MIN_II, src.free_size))
 
 
 def nc_find_index8(dst: NkiTensor, data: NkiTensor, vals: NkiTensor, api: str = "nc_find_index8") -> None:
@@ -140,7 +141,7 @@ def nc_find_index8(dst: NkiTensor, data: NkiTensor, vals: NkiTensor, api: str = 
     hit = x[:, None, :] == v[:, :, None]
     idx = np.where(hit.any(axis=2), hit.argmax(axis=2), np.iinfo(np.uint32).max).astype(np.int64)
     write(dst, idx.reshape(dst.shape), None, api)
-    _cost("vector", dst, [data, vals], max(cost.MIN_II, data.free_size))
+    charge("vector", dst, [data, vals], max(cost.MIN_II, data.free_size))
 
 
 def nc_match_replace8(dst: NkiTensor, data: NkiTensor, vals: NkiTensor, imm: float,
@@ -157,7 +158,7 @@ def nc_match_replace8(dst: NkiTensor, data: NkiTensor, vals: NkiTensor, imm: flo
     write(dst, x.reshape(dst.shape), None, api)
     if dst_idx is not None:
         write(dst_idx, found.reshape(dst_idx.shape), None, api)
-    _cost("vector", dst, [data, vals], max(cost.MIN_II, data.free_size))
+    charge("vector", dst, [data, vals], max(cost.MIN_II, data.free_size))
 
 
 def nc_stream_shuffle(dst: NkiTensor, src: NkiTensor, shuffle_mask: Any, api: str = "nc_stream_shuffle") -> None:
@@ -172,7 +173,7 @@ def nc_stream_shuffle(dst: NkiTensor, src: NkiTensor, shuffle_mask: Any, api: st
         if m[j] != 255 and q * 32 + m[j] < x.shape[0]:
             out[i] = dtypes.cast(dtypes.to_compute(x[q * 32 + m[j]]), dst.dtype) if x.dtype != out.dtype else x[q * 32 + m[j]]
     dst.write(out.reshape(dst.shape))
-    _cost("vector", dst, [src])
+    charge("vector", dst, [src])
 
 
 class _Rng:
@@ -196,13 +197,13 @@ def rand(dst: NkiTensor, low: float = 0.0, high: float = 1.0, api: str = "rand")
     check_on_chip(dst, api, "dst")
     vals = rng_state().gen.random(dst.shape, dtype=np.float32) * np.float32(high - low) + np.float32(low)
     write(dst, vals, None, api)
-    _cost("vector", dst, [])
+    charge("vector", dst, [])
 
 
 def rng_bits(dst: NkiTensor, api: str = "rng") -> None:
     vals = rng_state().gen.integers(0, 2**31 - 1, size=dst.shape, dtype=np.int64)
     write(dst, vals, None, api)
-    _cost("vector", dst, [])
+    charge("vector", dst, [])
 
 
 def dropout(dst: NkiTensor, data: Any, prob: Any, api: str = "dropout") -> None:
@@ -210,7 +211,7 @@ def dropout(dst: NkiTensor, data: Any, prob: Any, api: str = "dropout") -> None:
     x = read(data)
     keep = rng_state().gen.random(x.shape, dtype=np.float32) >= p
     write(dst, np.where(keep, x, np.float32(0)), None, api)
-    _cost("vector", dst, [data])
+    charge("vector", dst, [data])
 
 
 def gather_flattened(dst: NkiTensor, data: NkiTensor, indices: NkiTensor, api: str = "gather_flattened") -> None:
@@ -222,6 +223,6 @@ def gather_flattened(dst: NkiTensor, data: NkiTensor, indices: NkiTensor, api: s
     out = np.take_along_axis(x, idx, axis=1)
     dst.write(out.reshape(dst.shape) if out.dtype == dtypes.storage_dtype(dst.dtype)
               else dtypes.cast(dtypes.to_compute(out), dst.dtype).reshape(dst.shape))
-    _cost("gpsimd", dst, [data, indices])
+    charge("gpsimd", dst, [data, indices])
 
 
