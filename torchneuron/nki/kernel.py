@@ -18,6 +18,7 @@ from . import cost
 from .core import context
 from .errors import ERR_GRID, ERR_INVALID_ARG, ERR_NESTED_SPMD, fail
 from .runner import GridDim, Launch, launch
+from .typing import TensorType
 
 
 class nc:
@@ -153,6 +154,9 @@ class BenchmarkKernel(Kernel):
     benchmark_result: BenchmarkResult | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # neuron-bench ignores input values, so `nt.tensor[[8192, 4096], nl.bfloat16]` may stand in for an array
+        args = tuple(a.placeholder() if isinstance(a, TensorType) else a for a in args)
+        kwargs = {k: v.placeholder() if isinstance(v, TensorType) else v for k, v in kwargs.items()}
         out = super().__call__(*args, **kwargs)
         if self.last_launch is not None:
             r = self.last_launch.report
@@ -162,6 +166,8 @@ class BenchmarkKernel(Kernel):
 
 class ProfileKernel(Kernel):
     """`nki.profile(working_directory=...)(kernel)`: runs and writes the cost report as JSON there."""
+
+    profile_path: str | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         out = super().__call__(*args, **kwargs)
