@@ -1,0 +1,320 @@
+// float64 on neuron: stored as float64, computed in float32 (see Fp64Emulation.h).
+//
+// The result dtypes come from the op's Meta kernel run on the original arguments, so type promotion is the
+// op's own (a 0-dim float64 tensor does not turn a float32 result into float64; sum(x, dtype=float64) does
+// return float64). Ops without a Meta kernel fall back to a simple rule: a float32 result of an op that saw
+// float64 is float64. When the Meta kernel rejects the arguments (a genuine error, e.g. mm of float64 with
+// float32) the op runs unconverted, so the user gets PyTorch's own error.
+#include "aten/native/Fp64Emulation.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <c10/util/flat_hash_map.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+namespace torchneuron {
+
+namespace {
+constexpr int kUnread = -1;
+std::atomic<int> g_mode{kUnread};
+std::once_flag g_warned;
+thread_local bool t_emulating = false;
+
+Fp64Mode modeFromEnv() {
+  const char* raw = std::getenv("TORCHNEURON_FP64");
+  const std::string value = raw == nullptr ? "" : raw;
+  if (value.empty() || value == "emulate") return Fp64Mode::Emulate;
+  if (value == "native") return Fp64Mode::Native;
+  TORCH_WARN("TORCHNEURON_FP64=", value, " is not 'emulate' or 'native'; using 'emulate' (float64 computed in "
+             "float32, as on NeuronCores)");
+  return Fp64Mode::Emulate;
+}
+
+// Ops that only move, select or materialise data: converting their float64 arguments would lose bits that
+// a NeuronCore would move untouched (DMA copies are bit-exact whatever the dtype).
+const std::unordered_set<std::string>& exemptOps() {
+  static const std::unordered_set<std::string> ops = {
+      "aten::_to_copy", "aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize", "aten::clone",
+      "aten::cat", "aten::stack", "aten::index", "aten::index_select", "aten::gather", "aten::take",
+      "aten::index_put", "aten::index_put_", "aten::_index_put_impl_", "aten::masked_fill",
+      "aten::masked_fill_", "aten::masked_scatter", "aten::masked_scatter_", "aten::masked_select",
+      "aten::where", "aten::flip", "aten::roll", "aten::repeat", "aten::repeat_interleave", "aten::fill",
+      "aten::fill_", "aten::zero_", "aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::new_empty",
+      "aten::new_empty_strided", "aten::new_zeros", "aten::new_ones", "aten::new_full", "aten::full_like",
+      "aten::constant_pad_nd", "aten::narrow_copy", "aten::slice_scatter", "aten::select_scatter",
+      "aten::diagonal_scatter", "aten::as_strided_scatter", "aten::as_strided_copy", "aten::unfold_copy",
+      "aten::expand_copy", "aten::permute_copy", "aten::transpose_copy", "aten::view_copy", "aten::t_copy",
+      "aten::diagonal_copy", "aten::squeeze_copy", "aten::unsqueeze_copy", "aten::split_copy",
+      "aten::unbind_copy", "aten::alias_copy", "aten::detach_copy", "aten::_reshape_alias_copy",
+      "aten::nonzero", "aten::nonzero_static", "aten::argwhere", "aten::resize_", "aten::resize_as_",
+      "aten::set_", "aten::lift", "aten::lift_fresh", "aten::lift_fresh_copy", "aten::_unsafe_view",
+      "aten::resolve_conj", "aten::resolve_neg", "aten::tril", "aten::triu", "aten::diag_embed",
+      "aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d", "aten::replication_pad1d",
+      "aten::replication_pad2d", "aten::replication_pad3d", "aten::im2col", "aten::pixel_shuffle",
+      "aten::pixel_unshuffle", "aten::channel_shuffle", "aten::native_channel_shuffle", "aten::is_same_size",
+      "aten::_pin_memory", "aten::record_stream", "aten::_local_scalar_dense", "aten::put", "aten::put_",
+      "aten::unfold", "aten::_unsafe_index", "aten::_unsafe_index_put", "aten::index_copy", "aten::index_copy_",
+      "aten::index_fill", "aten::index_fill_", "aten::complex", "aten::view_as_real", "aten::view_as_complex",
+      // scatter without a reduction only places values
+      "aten::scatter.src", "aten::scatter.value", "aten::scatter_.src", "aten::scatter_.value",
+      "aten::scatter.src_out", "aten::scatter.value_out",
+  };
+  return ops;
+}
+
+bool isDoubleOnNeuron(const at::Tensor& t) {
+  return t.defined() && t.scalar_type() == at::kDouble && t.device().is_privateuseone();
+}
+
+bool isScalarTypeArg(const c10::Argument& arg) {
+  const auto& type = arg.real_type();
+  if (type->kind() == c10::TypeKind::ScalarTypeType) return true;
+  if (auto opt = type->castRaw<c10::OptionalType>()) {
+    return opt->getElementType()->kind() == c10::TypeKind::ScalarTypeType;
+  }
+  return false;
+}
+
+// Does this call compute on float64? (a float64 neuron tensor, or a dtype=float64 argument)
+bool computesOnDouble(const c10::FunctionSchema& schema, c10::ArrayRef<c10::IValue> args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = args[i];
+    if (v.isTensor()) {
+      if (isDoubleOnNeuron(v.toTensor())) return true;
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) {
+        if (isDoubleOnNeuron(t)) return true;
+      }
+    } else if (v.isInt() && v.toInt() == static_cast<int64_t>(at::kDouble) && isScalarTypeArg(schema.arguments()[i])) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// float64 next to another floating dtype (beyond 0-dim scalars): some kernels promote, others (BLAS) refuse;
+// such calls run unconverted so the answer or the error is PyTorch's own.
+bool mixesFloatingDtypes(c10::ArrayRef<c10::IValue> args) {
+  auto other = [](const at::Tensor& t) {
+    return t.defined() && t.dim() > 0 && t.scalar_type() != at::kDouble && at::isFloatingType(t.scalar_type());
+  };
+  for (const c10::IValue& v : args) {
+    if (v.isTensor() && other(v.toTensor())) return true;
+    if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) {
+        if (other(t)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool returnsView(const c10::FunctionSchema& schema) {
+  for (const auto& ret : schema.returns()) {
+    if (ret.alias_info() != nullptr && !ret.alias_info()->isWrite()) return true;
+  }
+  return false;
+}
+
+// Neuron tensors become meta tensors; host tensors (0-dim scalars, wrapped numbers) stay as they are, as
+// meta kernels accept CPU scalars next to meta tensors.
+at::Tensor metaLike(const at::Tensor& t) {
+  if (!t.defined() || !t.device().is_privateuseone()) return t;
+  return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
+}
+
+c10::IValue metaValue(const c10::IValue& v, bool is_generator) {
+  if (v.isTensor()) return metaLike(v.toTensor());
+  if (v.isTensorList()) {
+    c10::List<at::Tensor> out;
+    for (const at::Tensor& t : v.toTensorList()) out.push_back(metaLike(t));
+    return out;
+  }
+  if (v.isList() && !v.toListRef().empty() && (v.toListRef()[0].isTensor() || v.toListRef()[0].isNone())) {
+    c10::List<std::optional<at::Tensor>> out;
+    for (const c10::IValue& e : v.toListRef()) {
+      out.push_back(e.isTensor() ? std::optional<at::Tensor>(metaLike(e.toTensor())) : std::nullopt);
+    }
+    return out;
+  }
+  if (v.isDevice() && v.toDevice().is_privateuseone()) return c10::IValue(c10::Device(c10::kMeta));
+  if (is_generator) return c10::IValue();
+  return v;
+}
+
+enum class MetaOutcome { Inferred, NoMetaKernel, Rejected };
+
+// Runs the op's Meta kernel on the original arguments: the dtype of every returned tensor, in stack order.
+MetaOutcome inferResultDtypes(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args,
+                              std::vector<std::vector<at::ScalarType>>* dtypes) {
+  const auto& schema = op.schema();
+  torch::jit::Stack meta;
+  meta.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& type = schema.arguments()[i].type();
+    bool gen = false;
+    if (auto opt = type->castRaw<c10::OptionalType>()) gen = opt->getElementType()->kind() == c10::TypeKind::GeneratorType;
+    meta.push_back(metaValue(args[i], gen || type->kind() == c10::TypeKind::GeneratorType));
+  }
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta);
+  } catch (const c10::NotImplementedError&) {
+    return MetaOutcome::NoMetaKernel;
+  } catch (...) {
+    return MetaOutcome::Rejected;
+  }
+  for (const c10::IValue& v : meta) {
+    std::vector<at::ScalarType> d;
+    if (v.isTensor()) {
+      d.push_back(v.toTensor().defined() ? v.toTensor().scalar_type() : at::ScalarType::Undefined);
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) d.push_back(t.defined() ? t.scalar_type() : at::ScalarType::Undefined);
+    }
+    dtypes->push_back(std::move(d));
+  }
+  return MetaOutcome::Inferred;
+}
+
+at::ScalarType widened(at::ScalarType computed) {
+  if (computed == at::kFloat) return at::kDouble;
+  if (computed == at::kComplexFloat) return at::kComplexDouble;
+  return computed;
+}
+
+at::Tensor toFloat(const at::Tensor& t) {
+  at::Tensor f = t.to(at::kFloat);
+  if (t.unsafeGetTensorImpl()->is_wrapped_number()) f.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return f;
+}
+
+// A float64 tensor argument to convert: on neuron, or a 0-dim host scalar next to them.
+bool convertible(const at::Tensor& t) {
+  return t.defined() && t.scalar_type() == at::kDouble && (t.device().is_privateuseone() || t.dim() == 0);
+}
+
+struct WriteBack {
+  at::Tensor original;  // the caller's float64 tensor
+  at::Tensor computed;  // the float32 stand-in the kernel wrote
+};
+
+at::Tensor restoreResult(const at::Tensor& result, at::ScalarType expected, const std::vector<WriteBack>& writes) {
+  if (!result.defined()) return result;
+  for (const auto& w : writes) {
+    if (w.computed.unsafeGetTensorImpl() == result.unsafeGetTensorImpl()) return w.original;
+  }
+  if (expected != at::ScalarType::Undefined && expected != result.scalar_type()) return result.to(expected);
+  return result;
+}
+} // namespace
+
+Fp64Mode fp64Mode() {
+  int mode = g_mode.load(std::memory_order_relaxed);
+  if (C10_UNLIKELY(mode == kUnread)) {
+    mode = static_cast<int>(modeFromEnv());
+    int expected = kUnread;
+    g_mode.compare_exchange_strong(expected, mode);
+    mode = g_mode.load();
+  }
+  return static_cast<Fp64Mode>(mode);
+}
+
+void setFp64Mode(Fp64Mode mode) { g_mode.store(static_cast<int>(mode)); }
+
+bool isFp64Exempt(const std::string& name) { return exemptOps().count(name) > 0; }
+
+bool emulateFp64(const c10::OperatorHandle& op, torch::jit::Stack* stack,
+                 const std::function<void(torch::jit::Stack*)>& run) {
+  if (t_emulating) return false;
+  const auto& schema = op.schema();
+  const size_t nargs = schema.arguments().size();
+  auto args = torch::jit::last(*stack, nargs);
+  if (C10_LIKELY(!computesOnDouble(schema, args))) return false;
+  if (fp64Mode() == Fp64Mode::Native) return false;
+  const auto& name = op.operator_name();
+  if (isFp64Exempt(name.name) || isFp64Exempt(name.name + "." + name.overload_name) || returnsView(schema) ||
+      mixesFloatingDtypes(args)) {
+    return false;
+  }
+
+  std::vector<std::vector<at::ScalarType>> expected;
+  const MetaOutcome outcome = inferResultDtypes(op, args, &expected);
+  if (outcome == MetaOutcome::Rejected) return false;  // let the op raise its own error, unconverted
+
+  std::call_once(g_warned, [&] {
+    TORCH_WARN("neuron: ", name.name, (name.overload_name.empty() ? "" : "."), name.overload_name,
+               " computes on float64 tensors: NeuronCores have no float64 arithmetic, so float64 ops run in "
+               "float32 and their results are stored as float64 (float32 precision). Set TORCHNEURON_FP64=native "
+               "to compute in float64 on the simulator (a Trn host cannot), or use float32. Warned once.");
+  });
+
+  t_emulating = true;
+  struct Reset {
+    ~Reset() { t_emulating = false; }
+  } reset;
+
+  const size_t base = stack->size() - nargs;
+  std::vector<WriteBack> writes;
+  for (size_t i = 0; i < nargs; ++i) {
+    c10::IValue& v = (*stack)[base + i];
+    const auto* alias = schema.arguments()[i].alias_info();
+    const bool written = alias != nullptr && alias->isWrite();
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      if (!convertible(t)) continue;
+      at::Tensor f = toFloat(t);
+      if (written) writes.push_back({t, f});
+      v = f;
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& t : v.toTensorList()) {
+        if (!convertible(t)) {
+          list.push_back(t);
+          continue;
+        }
+        at::Tensor f = toFloat(t);
+        if (written) writes.push_back({t, f});
+        list.push_back(f);
+      }
+      v = std::move(list);
+    } else if (v.isInt() && v.toInt() == static_cast<int64_t>(at::kDouble) && isScalarTypeArg(schema.arguments()[i])) {
+      v = c10::IValue(static_cast<int64_t>(at::kFloat));
+    }
+  }
+
+  run(stack);
+
+  for (const auto& w : writes) {
+    if (!w.original.sizes().equals(w.computed.sizes())) w.original.resize_(w.computed.sizes());
+    w.original.copy_(w.computed);
+  }
+  const size_t nrets = schema.returns().size();
+  const size_t first = stack->size() - nrets;
+  for (size_t r = 0; r < nrets; ++r) {
+    c10::IValue& v = (*stack)[first + r];
+    const std::vector<at::ScalarType>* want = outcome == MetaOutcome::Inferred && r < expected.size() ? &expected[r] : nullptr;
+    if (v.isTensor()) {
+      const at::Tensor& t = v.toTensor();
+      at::ScalarType dtype = want != nullptr && !want->empty() ? (*want)[0]
+                                                                : (t.defined() ? widened(t.scalar_type()) : at::ScalarType::Undefined);
+      v = restoreResult(t, dtype, writes);
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> out;
+      size_t k = 0;
+      for (const at::Tensor& t : v.toTensorList()) {
+        at::ScalarType dtype = want != nullptr && k < want->size() ? (*want)[k]
+                                                                    : (t.defined() ? widened(t.scalar_type()) : at::ScalarType::Undefined);
+        out.push_back(restoreResult(t, dtype, writes));
+        ++k;
+      }
+      v = std::move(out);
+    }
+  }
+  return true;
+}
+
+} // namespace torchneuron
