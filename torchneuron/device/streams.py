@@ -24,13 +24,13 @@ class Stream(torch.Stream):
         with torch.neuron.device(device):
             return super().__new__(cls, device="neuron", priority=priority)
 
-    def wait_event(self, event: "Event") -> None:
+    def wait_event(self, event: torch.Event) -> None:
         event.wait(self)
 
     def wait_stream(self, stream: torch.Stream) -> None:
         self.wait_event(stream.record_event())
 
-    def record_event(self, event: "Event | None" = None) -> "Event":
+    def record_event(self, event: torch.Event | None = None) -> torch.Event:
         if event is None:
             event = Event()
         event.record(self)
@@ -50,22 +50,23 @@ def _wrap(s: torch.Stream) -> Stream:
     return Stream(stream_id=s.stream_id, device_index=s.device_index, device_type=s.device_type)
 
 
-class Event(torch.Event):
-    """A marker in a stream: query(), synchronize(), wait(), elapsed_time() as on CUDA."""
+class _NeuronEventType(type):
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, torch.Event) and obj.device.type == "neuron"
+
+
+class Event(metaclass=_NeuronEventType):
+    """A marker in a stream: record(), query(), synchronize(), wait(), elapsed_time() as on CUDA.
+
+    Instances are torch.Event objects on the neuron device (torch.Event's methods insist on that exact
+    type), so they mix freely with torch.Stream, torch.accelerator and torch.neuron.Stream.
+    """
 
     def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
         if interprocess:
             raise ValueError("neuron: interprocess events are not supported")
-        return super().__new__(cls, device="neuron", enable_timing=enable_timing, blocking=blocking)
-
-    def record(self, stream: torch.Stream | None = None) -> None:
-        super().record(current_stream() if stream is None else stream)
-
-    def wait(self, stream: torch.Stream | None = None) -> None:
-        super().wait(current_stream() if stream is None else stream)
-
-    def __repr__(self) -> str:
-        return f"<torch.neuron.Event {'recorded' if self.event_id else 'unrecorded'}>"
+        _lazy_init()
+        return torch.Event(device="neuron", enable_timing=enable_timing, blocking=blocking)
 
 
 def current_stream(device: Any = None) -> Stream:
