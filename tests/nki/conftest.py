@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("nki", max_examples=8, deadline=None, derandomize=True,
+settings.register_profile("nki", max_examples=15, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("nki")
 
