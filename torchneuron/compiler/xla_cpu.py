@@ -20,13 +20,19 @@ NAME = "xla-cpu"
 
 @functools.cache
 def _client():
+    """torchneuron's own XLA:CPU client (not JAX's): synchronous execution in the calling thread, one device.
+
+    Eager ops are tiny; a thread hand-off per execution (JAX's async CPU dispatch) and Eigen's intra-op
+    thread pool cost more than the op itself, so both are off unless ``XLA_FLAGS`` already says otherwise.
+    """
     import os
 
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    from jax._src import xla_bridge
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_cpu_multi_thread_eigen" not in flags:
+        os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()
     from jax._src.lib import _jax, xla_client
 
-    client = xla_bridge.get_backend("cpu")
+    client = xla_client.make_cpu_client(asynchronous=False, num_devices=1)
     device = client.local_devices()[0]
     devices = xla_client.DeviceList((device,))
     return client, device, devices, xla_client, _jax

@@ -31,6 +31,7 @@ from . import device as dev
 from .errors import LoweringError
 
 _Tensor = torch.Tensor
+_CPU = torch.device("cpu")
 _NUMBER_TYPES = ("number", "Optional[number]")
 
 
@@ -218,9 +219,9 @@ class OpProgram:
         try:
             tg = trace(call, tuple(examples))
         except LoweringError as e:
-            raise Unsupported(str(e), op=info.name) from None
+            raise Unsupported(f"{info.name}: {e}", op=info.name) from None
         except Exception as e:  # tracing itself failed (an op PyTorch cannot trace with fake tensors)
-            raise Unsupported(f"cannot trace {info.name} with fake tensors: {type(e).__name__}: "
+            raise Unsupported(f"{info.name}: cannot trace with fake tensors: {type(e).__name__}: "
                               f"{str(e).splitlines()[0] if str(e) else ''}", op=info.name) from None
         self.stablehlo = tg.stablehlo
         self.mutated = tg.mutated_inputs
@@ -228,7 +229,7 @@ class OpProgram:
         try:
             self.exe = driver.compile(tg.stablehlo, target="sim", kind="eager")
         except driver.CompileError as e:
-            raise Unsupported(str(e), op=info.name) from None
+            raise Unsupported(f"{info.name}: {e}", op=info.name) from None
         # The dtypes PyTorch gives each result; cast where the lowered program differs (fp64, 0-d promotion).
         expected = _expected_dtypes(info.op, values)
         out_node = next(n for n in reversed(tg.gm.graph.nodes) if n.op == "output")
@@ -258,14 +259,20 @@ class OpProgram:
         return b[0]
 
     def __call__(self, info: OpInfo, values: list[Any], dyn: list[Any]) -> Any:
-        device = next(v.device for v in dyn if isinstance(v, _Tensor))
+        device = None
+        for v in dyn:
+            if isinstance(v, _Tensor) and v.device.type != "cpu":
+                device = v.device
+                break
+        if device is None:
+            device = _CPU
         view = dev.host_views(device)
         buffers = []
         hosts = []
         to_buffer = self.exe.buffer
         for (kind, dt), v in zip(self.kinds, dyn):
             if kind == "t":
-                h = view(v)
+                h = v if v.device.type == "cpu" else view(v)  # CPU wrapped numbers ride along with device tensors
                 if dt is not None:
                     h = h.to(dt)
                 elif not h.is_contiguous():
@@ -281,7 +288,8 @@ class OpProgram:
             if dt is not None:
                 outs[i] = outs[i].to(dt)
         for j, idx in enumerate(self.mutated):
-            view(dyn[idx]).copy_(outs[self.n_user + j])
+            target = dyn[idx]
+            (target if target.device.type == "cpu" else view(target)).copy_(outs[self.n_user + j])
         adopt = dev.adopter(device)
         result = self.layout.rebuild([adopt(o) for o in outs[:self.n_user]])
         if any(info.write_returns):

@@ -79,7 +79,8 @@ def _make_fx(fn, flat_fakes: list[torch.Tensor], table: dict) -> fx.GraphModule:
 
     try:
         return make_fx(torch.func.functionalize(fn, remove="mutations"),
-                       decomposition_table=table, tracing_mode="fake")(*flat_fakes)
+                       decomposition_table=table, tracing_mode="fake",
+                       _allow_non_fake_inputs=True)(*flat_fakes)
     except Exception as e:
         name = type(e).__name__
         if "DataDependent" in name or "data-dependent" in str(e) or "GuardOnDataDependent" in name:

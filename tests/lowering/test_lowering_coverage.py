@@ -1,0 +1,83 @@
+"""Coverage: the generated table drives fallback_ops(), the op policy and docs/op_coverage.md."""
+
+import importlib.util
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from torchneuron.lowering import coverage, op_table
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    coverage._reset_for_tests()
+    yield
+    coverage._reset_for_tests()
+
+
+@pytest.fixture
+def table(monkeypatch):
+    monkeypatch.setattr(op_table, "OVERLOADS", {"aten::sin": "lowered", "aten::topk": "mismatch",
+                                                 "aten::nonzero": "missing"})
+    monkeypatch.setattr(op_table, "CAUSES", {"aten::nonzero": "data-dependent output shape"})
+    monkeypatch.setattr(op_table, "RUNTIME", frozenset({"aten::view"}))
+
+
+def test_lowered_mismatched_and_runtime_ops_are_allowed_silently(table):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for op in ("aten::sin", "aten::topk", "aten::view"):
+            assert coverage.policy(op) is None
+    assert coverage.fallback_ops() == []
+
+
+def test_missing_op_warns_once_and_is_listed(table, monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_FALLBACK", "warn")
+    with pytest.warns(coverage.FallbackWarning, match="aten::nonzero has no StableHLO lowering.*data-dependent"):
+        assert coverage.policy("aten::nonzero") is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        coverage.report_fallback("aten::nonzero", "again")  # second time: silent
+    assert coverage.fallback_ops() == ["aten::nonzero"]
+
+
+def test_error_mode_refuses_with_the_op_and_the_fix(table, monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_FALLBACK", "error")
+    msg = coverage.policy("aten::nonzero")
+    assert "aten::nonzero" in msg and "fall back to the CPU" in msg and "TORCHNEURON_FALLBACK=warn" in msg
+
+
+def test_ops_missing_from_the_table_count_as_fallbacks(table, monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_FALLBACK", "error")
+    assert "not in the coverage table" in coverage.policy("aten::made_up_op")
+
+
+def test_generated_table_is_well_formed():
+    assert set(op_table.OVERLOADS.values()) <= {"lowered", "mismatch", "missing"}
+    assert not set(op_table.OVERLOADS) & set(op_table.RUNTIME)
+    for per_dtype in op_table.OPINFO.values():
+        for status, cause in per_dtype.values():
+            assert status in {"lowered", "mismatched", "missing", "n/a"}
+            assert status in ("lowered", "n/a") or cause
+
+
+def test_doc_is_generated_from_the_table():
+    spec = importlib.util.spec_from_file_location("gen_op_coverage", ROOT / "tools" / "gen_op_coverage.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert (ROOT / "docs" / "op_coverage.md").read_text() == gen.render_doc(op_table), \
+        "docs/op_coverage.md is stale: run `python tools/gen_op_coverage.py --doc-only`"
+
+
+def test_coverage_import_is_cheap():
+    """torchneuron/__init__ installs the policy at import: no torch-mlir or jax may be imported for it."""
+    code = ("import sys; import torchneuron.lowering.coverage as c; c.policy('aten::sin'); "
+            "bad = [m for m in ('torch_mlir', 'jax', 'jaxlib') if m in sys.modules]; print(bad); "
+            "sys.exit(1 if bad else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,0 +1,129 @@
+"""Single-op lowering (the strict-eager path) on CPU tensors: values, caching rules, in-place and out=."""
+
+import os
+import signal
+
+import pytest
+import torch
+
+from torchneuron.lowering import fx_to_stablehlo
+from torchneuron.lowering.single_op import ProgramCache, Unsupported, bind, op_info, signature
+
+aten = torch.ops.aten
+
+
+@pytest.fixture
+def cache():
+    return ProgramCache()
+
+
+def run(cache, op, *args, **kwargs):
+    prog, info, values, dyn = cache.lookup(op, args, kwargs)
+    if isinstance(prog, Unsupported):
+        raise prog
+    return prog(info, values, dyn)
+
+
+@pytest.mark.parametrize("op,make", [
+    (aten.add.Tensor, lambda x, y: (x, y)),
+    (aten.mul.Scalar, lambda x, y: (x, 0.5)),
+    (aten.mm.default, lambda x, y: (x, y.t())),
+    (aten._softmax.default, lambda x, y: (x, 1, False)),
+    (aten.max.dim, lambda x, y: (x, 1)),
+    (aten.where.self, lambda x, y: (x > 0, x, y)),
+    (aten.cat.default, lambda x, y: ([x, y], 0)),
+    (aten.index.Tensor, lambda x, y: (x, [torch.tensor([2, 0])])),
+    (aten.native_layer_norm.default, lambda x, y: (x, [5], None, None, 1e-5)),
+], ids=lambda v: str(v) if isinstance(v, torch._ops.OpOverload) else "")
+def test_matches_cpu(cache, op, make):
+    torch.manual_seed(0)
+    args = make(torch.randn(3, 5), torch.randn(3, 5))
+    got, want = run(cache, op, *args), op(*args)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        assert g.dtype == w.dtype
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_scalars_become_tensor_arguments(cache):
+    x = torch.randn(4)
+    run(cache, aten.mul.Scalar, x, 0.5)
+    run(cache, aten.mul.Scalar, x, 0.25)           # same program: the value is an argument
+    assert cache.builds == 1
+    prog = next(iter(cache._programs.values()))
+    assert "2.5" not in prog.stablehlo and "5.000000e-01" not in prog.stablehlo
+    assert prog.stablehlo.count("%arg") >= 2        # tensor + scalar
+    torch.testing.assert_close(run(cache, aten.mul.Scalar, x, 0.25), x * 0.25)
+
+
+def test_scalar_promotion_matches_pytorch(cache):
+    i = torch.tensor([1, 2, 3], dtype=torch.int32)
+    assert run(cache, aten.add.Scalar, i, 2).dtype == torch.int32          # int tensor + int: stays int32
+    assert run(cache, aten.add.Scalar, i, 2.5).dtype == torch.float32      # int tensor + float: default dtype
+    b = torch.randn(3).bfloat16()
+    assert run(cache, aten.mul.Scalar, b, 3.0).dtype == torch.bfloat16
+    zero_d = torch.tensor(5, dtype=torch.int32)
+    assert run(cache, aten.add.Scalar, zero_d, 1).dtype == torch.int32     # all-0-d call: cast back
+
+
+def test_strides_stay_out_of_the_ir(cache):
+    x = torch.randn(4, 6)
+    run(cache, aten.exp.default, x.t().contiguous())
+    out = run(cache, aten.exp.default, x.t())        # same shape, transposed strides: same program
+    assert cache.builds == 1
+    torch.testing.assert_close(out, x.t().exp())
+
+
+def test_in_place_and_out_variants_write_into_the_given_tensors(cache):
+    x, y = torch.randn(3), torch.randn(3)
+    z = x.clone()
+    assert run(cache, aten.add_.Tensor, z, y) is z
+    torch.testing.assert_close(z, x + y)
+    o = torch.empty(3)
+    assert run(cache, aten.mul.out, x, y, out=o) is o
+    torch.testing.assert_close(o, x * y)
+
+
+def test_float64_is_computed_in_float32_and_returned_as_float64(cache, monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_FP64", "emulate")
+    x = torch.tensor([1.0 + 1e-12], dtype=torch.float64)
+    out = run(cache, aten.add.Tensor, x, x)
+    assert out.dtype == torch.float64
+    assert out.item() == 2.0  # the 1e-12 is lost in float32, as on a NeuronCore
+    prog = next(iter(cache._programs.values()))
+    assert "f64" not in prog.stablehlo.split("->")[0]
+
+
+def test_views_random_and_data_dependent_ops_are_not_lowered(cache):
+    x = torch.randn(4)
+    for op, args in [(aten.view.default, (x, [2, 2])), (aten.bernoulli.default, (x.sigmoid(),)),
+                     (aten.nonzero.default, (x,))]:
+        prog, *_ = cache.lookup(op, args, {})
+        assert isinstance(prog, Unsupported), op
+    prog, *_ = cache.lookup(aten.nonzero.default, (x,), {})
+    assert "static-shape" in str(prog) and "aten::nonzero" in str(prog)
+
+
+def test_zero_d_reductions_lower(cache):
+    s = torch.tensor(3.0)
+    torch.testing.assert_close(run(cache, aten.sum.dim_IntList, s, [0], True), s)
+    v, i = run(cache, aten.max.dim, s, 0)
+    assert v.item() == 3.0 and i.item() == 0
+
+
+def test_signature_ignores_values_and_strides():
+    info = op_info(aten.add.Tensor)
+    a = signature(info, bind(info, (torch.randn(2, 3), torch.randn(2, 3)), {}))[0]
+    b = signature(info, bind(info, (torch.randn(3, 2).t(), torch.zeros(2, 3)), {}))[0]
+    c = signature(info, bind(info, (torch.randn(2, 3), torch.randn(2, 3)), {"alpha": 2}))[0]
+    assert a == b and a != c
+
+
+def test_a_compiler_crash_is_an_error_not_a_dead_process(monkeypatch):
+    """torch-mlir runs in a forked child: a segfault there becomes a LoweringError here."""
+    def crash(gm, name):
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    monkeypatch.setattr(fx_to_stablehlo, "_to_stablehlo", crash)
+    prog = ProgramCache().lookup(aten.sin.default, (torch.randn(3),), {})[0]
+    assert isinstance(prog, Unsupported)
+    assert str(prog).startswith("aten::sin: torch-mlir crashed (signal 11)")
