@@ -369,3 +369,46 @@ def test_lnc2_failure_on_one_core_does_not_hang() -> None:
         nki.simulate(k[2])(f32(2, 2))
     with pytest.raises(nki.NkiError, match="kernel\\[2\\]"):
         nki.simulate(k[1])(f32(2, 2))
+
+
+def test_matmul_double_row_fp8_and_pe_tiling() -> None:
+    f8 = ml_dtypes.float8_e4m3fn
+
+    @nki.jit
+    def k(s, m):
+        out = nl.ndarray((64, 256), nl.float32, buffer=nl.shared_hbm)
+        st = nl.ndarray((128, 2, 64), nl.float8_e4m3fn, buffer=nl.sbuf)
+        mv = nl.ndarray((128, 2, 256), nl.float8_e4m3fn, buffer=nl.sbuf)
+        nisa.dma_copy(dst=st, src=s)
+        nisa.dma_copy(dst=mv, src=m)
+        acc = nl.ndarray((64, 256), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc, stationary=st, moving=mv, perf_mode=nisa.matmul_perf_mode.double_row)
+        small = nl.ndarray((64, 256), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=small, stationary=st[0:64, 0, :], moving=mv[0:64, 0, :], tile_position=(64, 0),
+                       tile_size=(64, 64))
+        small_sb = nl.ndarray((64, 256), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=small_sb, src=small)
+        res = nl.ndarray((64, 256), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=res, data1=acc, data2=small_sb, op=nl.subtract)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    rng = np.random.default_rng(4)
+    s = rng.uniform(-2, 2, (128, 2, 64)).astype(f8)
+    m = rng.uniform(-2, 2, (128, 2, 256)).astype(f8)
+    sf, mf = s.astype(np.float32), m.astype(np.float32)
+    want = sf[:, 0].T @ mf[:, 0] + sf[:, 1].T @ mf[:, 1] - sf[:64, 0].T @ mf[:64, 0]
+    np.testing.assert_allclose(nki.simulate(k)(s, m), want, rtol=1e-4, atol=1e-3)
+    report = nki.estimate(k, s, m)
+    # one full-array pass (256 moving columns) plus a quarter-array pass
+    assert report.engine_busy_ns["tensor"] == pytest.approx((256 + 256 / 4) / 2.4)
+
+    @nki.jit
+    def bad(s):
+        st = nl.ndarray((128, 64), nl.bfloat16, buffer=nl.sbuf)
+        nisa.memset(dst=st, value=0.0)
+        acc = nl.ndarray((64, 64), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc, stationary=st, moving=st, tile_size=(64, 64))
+
+    with pytest.raises(nki.NkiError, match="contracts 128 rows"):
+        nki.simulate(bad)(s)

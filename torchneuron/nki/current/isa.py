@@ -38,7 +38,8 @@ def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, is_stati
               is_moving_onezero: bool = False, is_transpose: bool = False, accumulate: bool | None = None,
               tile_position: Any = (), tile_size: Any = (), perf_mode: Any = matmul_perf_mode.none,
               name: str | None = None) -> None:
-    _mm.nc_matmul(dst, stationary, moving, accumulate, is_transpose)
+    _mm.nc_matmul(dst, stationary, moving, accumulate, is_transpose, perf_mode=perf_mode,
+                  tile_position=tile_position, tile_size=tile_size)
 
 
 def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = engine.unknown, name: str | None = None) -> None:

@@ -89,13 +89,65 @@ def engine_name(engine: Any) -> str:
     return "tensor" if eng in ("unknown", "0", "None") else eng
 
 
-def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, accumulate: bool | None = None,
-              is_transpose: bool = False, mask: np.ndarray | None = None, api: str = "nc_matmul") -> None:
-    """dst[M, N] (PSUM) = stationary[K, M].T @ moving[K, N]; first write of a PSUM group overwrites."""
-    k, m, n = check_matmul(api, dst, stationary, moving, is_transpose)
+_FP8 = (dtypes.float8_e4m3, dtypes.float8_e4m3fn, dtypes.float8_e5m2)
+
+
+def _double_row(api: str, dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor) -> tuple[np.ndarray, np.ndarray]:
+    """perf_mode=double_row (NC-v3+, fp8): operands [K, 2, M] / [K, 2, N] contract over both rows, 2K deep,
+    in the time of one pass. Returns the operands as [2K, M] / [2K, N]."""
     run = context.current()
-    a = _as_2d(stationary, read(stationary, mask_for(mask, stationary.shape)))
-    b = _as_2d(moving, read(moving, mask_for(mask, moving.shape)))
+    if run.target.generation < 3:
+        raise fail(ERR_DTYPE, f"'{api}' perf_mode=double_row needs NeuronCore-v3 or later; target is {run.target.name}.",
+                   "drop perf_mode or target trn2/trn3.")
+    for t, arg in ((stationary, "stationary"), (moving, "moving")):
+        if t.dtype not in _FP8:
+            raise fail(ERR_DTYPE, f"'{api}' double_row takes fp8 operands; '{arg}' is {dtypes.name(t.dtype)}.",
+                       "cast both operands to an fp8 type, or drop perf_mode.")
+        if t.ndim != 3 or t.shape[1] != 2:
+            raise fail(ERR_SHAPE, f"'{api}' double_row '{arg}' must be [K, 2, free], got {t.shape}.",
+                       "lay the two contraction rows out as the middle dimension.")
+    halves = []
+    for t in (stationary, moving):
+        v = read(t)
+        halves.append(np.concatenate([v[:, 0, :], v[:, 1, :]], axis=0))
+    return halves[0], halves[1]
+
+
+def _check_tiling(api: str, k: int, m: int, tile_position: Any, tile_size: Any) -> float:
+    """Row/column tiling of the 128x128 PE array: the matmul uses a rows x cols quarter (or smaller) at
+    tile_position, so up to 4 (16) independent small matmuls share the array. Returns the array fraction."""
+    if not tile_size and not tile_position:
+        return 1.0
+    run = context.current()
+    rows, cols = (int(v) for v in tile_size) if tile_size else (128, 128)
+    r0, c0 = (int(v) for v in tile_position) if tile_position else (0, 0)
+    allowed = (32, 64, 128) if run.target.generation >= 3 else (64, 128)
+    if rows not in allowed or cols not in allowed:
+        raise fail(ERR_DIM_LIMIT, f"'{api}' tile_size {(rows, cols)} is not supported on {run.target.name}.",
+                   f"use sizes from {allowed}.")
+    if r0 % rows or c0 % cols or r0 + rows > 128 or c0 + cols > 128:
+        raise fail(ERR_DIM_LIMIT, f"'{api}' tile_position {(r0, c0)} does not place a {rows}x{cols} tile inside the "
+                   "128x128 PE array.", "use positions that are multiples of the tile size.")
+    if k > rows or m > cols:
+        raise fail(ERR_DIM_LIMIT, f"'{api}' contracts {k} rows into {m} columns, more than its {rows}x{cols} tile.",
+                   "use a larger tile_size or split the matmul.")
+    return rows * cols / (128 * 128)
+
+
+def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, accumulate: bool | None = None,
+              is_transpose: bool = False, mask: np.ndarray | None = None, api: str = "nc_matmul",
+              perf_mode: Any = None, tile_position: Any = (), tile_size: Any = ()) -> None:
+    """dst[M, N] (PSUM) = stationary[K, M].T @ moving[K, N]; first write of a PSUM group overwrites."""
+    run = context.current()
+    if str(getattr(perf_mode, "name", perf_mode)) == "double_row":
+        a, b = _double_row(api, dst, stationary, moving)
+        check_matmul(api, dst, stationary[:, 0, :], moving[:, 0, :], is_transpose)
+        k, m, n = a.shape[0], a.shape[1], b.shape[1]
+    else:
+        k, m, n = check_matmul(api, dst, stationary, moving, is_transpose)
+        a = _as_2d(stationary, read(stationary, mask_for(mask, stationary.shape)))
+        b = _as_2d(moving, read(moving, mask_for(mask, moving.shape)))
+    fraction = _check_tiling(api, stationary.partitions, m, tile_position, tile_size)
     deferrable = mask is None and dst.index is None and not (is_transpose and dst.dtype not in _FP32_FAMILY)
     group = dst.storage.pending
     if group is not None and (not deferrable or accumulate is False or group.key != pending.view_key(dst)):
@@ -120,8 +172,8 @@ def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, accumula
                     result = np.where(fresh, result, dtypes.to_compute(dst.read()) + result)
             write(dst, result, mask, api)
     fp32 = stationary.dtype in _FP32_FAMILY and moving.dtype in _FP32_FAMILY
-    run.cost.compute("tensor", cost.matmul_cycles(m, n, fp32), storages(stationary, moving), [dst.storage],
-                     cost.MM_INIT_LATENCY, flops=2.0 * k * m * n)
+    run.cost.compute("tensor", cost.matmul_cycles(m, n, fp32) * fraction, storages(stationary, moving),
+                     [dst.storage], cost.MM_INIT_LATENCY, flops=2.0 * k * m * n)
 
 
 def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = None, mask: np.ndarray | None = None,
