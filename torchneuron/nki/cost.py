@@ -70,6 +70,8 @@ class CostModel:
     def __init__(self, target: Target) -> None:
         self.target = target
         self.engine_free = {e: 0.0 for e in ENGINES if e != "dma"}
+        # NeuronCore-v2: Vector and GpSimd cannot access SBUF at the same time (lifted on v3+)
+        self.sbuf_port_free = 0.0
         self.dma_free = [0.0] * target.dma_engines
         self.ready: dict[int, float] = {}   # storage uid -> time its last write completes
         self.busy = {e: 0.0 for e in ENGINES}
@@ -94,6 +96,10 @@ class CostModel:
                 flops: float = 0.0) -> None:
         ns = cycles / self._clock(engine)
         start = max(self.engine_free[engine], self._deps(reads))
+        shares_port = self.target.generation == 2 and engine in ("vector", "gpsimd")
+        if shares_port:
+            start = max(start, self.sbuf_port_free)
+            self.sbuf_port_free = start + ns
         self.engine_free[engine] = start + ns
         self.busy[engine] += ns
         self.counts[engine] += 1
