@@ -64,6 +64,9 @@ class OpInfo:
                         target = a.name
             self.write_returns.append(target)
         self.twin, self.converted = _tensor_twin(op)
+        # Tensor arguments that may arrive as Python numbers (the device layer unwraps PyTorch's wrapped
+        # numbers, e.g. ``x * 2.0`` → mul.Tensor(x, 2.0)): passed as 0-d tensor arguments as well.
+        self.tensor_args = frozenset(a.name for a in schema.arguments if str(a.type) in ("Tensor", "Optional[Tensor]"))
 
     def reason_unsupported(self) -> str | None:
         if self.returns_view:
@@ -154,7 +157,7 @@ def signature(info: OpInfo, values: list[Any]) -> tuple[tuple, list[Any]]:
         if isinstance(v, _Tensor):
             key.append((v.shape, v.dtype))
             dyn.append(v)
-        elif name in converted and isinstance(v, (int, float, bool, complex)):
+        elif isinstance(v, (int, float, bool, complex)) and (name in converted or name in info.tensor_args):
             key.append(type(v))
             dyn.append(v)
         elif isinstance(v, (list, tuple)):
@@ -205,8 +208,8 @@ class OpProgram:
             it = iter(flat)
             vals = []
             for name, v in zip(names, template):
-                if isinstance(v, _Tensor) or (use_twin and name in info.converted and v is not None
-                                              and isinstance(v, (int, float, bool, complex))):
+                if isinstance(v, _Tensor) or (isinstance(v, (int, float, bool, complex)) and (
+                        (use_twin and name in info.converted) or name in info.tensor_args)):
                     vals.append(next(it))
                 elif isinstance(v, (list, tuple)) and any(isinstance(e, _Tensor) for e in v):
                     vals.append(type(v)(next(it) if isinstance(e, _Tensor) else e for e in v))

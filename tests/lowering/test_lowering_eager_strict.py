@@ -1,0 +1,88 @@
+"""Strict eager mode on the neuron device: every op through single-op lowering + XLA:CPU."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+torchneuron = pytest.importorskip("torchneuron")
+_C = pytest.importorskip("torchneuron._C")
+if not hasattr(_C, "_set_eager_executor"):
+    pytest.skip("device layer without an eager-executor hook", allow_module_level=True)
+
+from torchneuron.lowering import coverage, eager  # noqa: E402
+from torchneuron.lowering.single_op import program_cache  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def strict():
+    assert eager.install(True)
+    program_cache().clear()
+    coverage._reset_for_tests()
+    coverage.install_policy()  # re-installing resets the device layer's per-op decisions
+    yield program_cache()
+    eager.install(False)
+    coverage._reset_for_tests()
+    coverage.install_policy()
+
+
+def test_ops_run_lowered_and_match_cpu(strict):
+    torch.manual_seed(0)
+    a, b = torch.randn(8, 16), torch.randn(16, 4)
+    na, nb = a.to("neuron"), b.to("neuron")
+    out = torch.relu(na @ nb + 0.5).softmax(-1)
+    assert out.device.type == "neuron"
+    torch.testing.assert_close(out.cpu(), torch.relu(a @ b + 0.5).softmax(-1))
+    assert strict.builds >= 4  # mm, add, relu, softmax each compiled once
+
+
+def test_warm_calls_reuse_the_program(strict):
+    x = torch.randn(32).to("neuron")
+    y = x * 2.0
+    builds = strict.builds
+    for scale in (3.0, 4.0, 5.0):
+        y = x * scale
+    assert strict.builds == builds
+    torch.testing.assert_close(y.cpu(), x.cpu() * 5.0)
+
+
+def test_in_place_and_views_on_device(strict):
+    x = torch.arange(12.0).reshape(3, 4).to("neuron")
+    x.t().mul_(2)                      # in-place through a view: written back into x's storage
+    torch.testing.assert_close(x.cpu(), torch.arange(12.0).reshape(3, 4) * 2)
+    s = x[:, 1:3].sum(dim=0)           # non-contiguous input: made contiguous on the host
+    torch.testing.assert_close(s.cpu(), (torch.arange(12.0).reshape(3, 4) * 2)[:, 1:3].sum(0))
+
+
+def test_unsupported_op_with_fallback_error_names_op_shapes_and_fix(strict, monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_FALLBACK", "error")
+    x = torch.tensor([0.0, 1.0, 0.0, 2.0]).to("neuron")
+    with pytest.raises(RuntimeError, match=r"(?s)aten::nonzero.*no StableHLO lowering.*TORCHNEURON_FALLBACK=warn.*\[4\]"):
+        torch.nonzero(x)
+
+
+def test_unsupported_op_with_fallback_warn_runs_on_host_and_is_listed(strict, monkeypatch):
+    monkeypatch.setenv("TORCHNEURON_FALLBACK", "warn")
+    x = torch.tensor([0.0, 1.0, 0.0, 2.0]).to("neuron")
+    with pytest.warns(coverage.FallbackWarning, match="aten::nonzero"):
+        idx = torch.nonzero(x)
+    assert idx.cpu().flatten().tolist() == [1, 3]
+    assert "aten::nonzero" in torchneuron.fallback_ops()
+
+
+def test_env_var_installs_strict_mode_at_import(tmp_path):
+    code = ("import torch, torchneuron\n"
+            "from torchneuron.lowering.single_op import program_cache\n"
+            "x = torch.randn(5).to('neuron')\n"
+            "y = (x.exp() * 3).cpu()\n"
+            "assert torch.allclose(y, x.cpu().exp() * 3)\n"
+            "print(program_cache().builds)\n")
+    env = dict(os.environ, TORCHNEURON_EAGER="lowered", TORCHNEURON_CACHE_DIR=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert int(proc.stdout.strip().splitlines()[-1]) >= 2
