@@ -22,7 +22,7 @@ from . import cost, dtypes, lnc
 from .core import context
 from .core.buffers import HBM, SHARED_HBM, Storage
 from .core.tensor import NkiTensor
-from .errors import ERR_ANNOTATION, ERR_MEMORY, ERR_NOT_WRITTEN, NkiError, SourceLocation, fail, warn
+from .errors import ERR_ANNOTATION, ERR_MEMORY, ERR_NESTED_SPMD, ERR_NOT_WRITTEN, NkiError, SourceLocation, fail, warn
 from .hardware import Target, current_target
 
 
@@ -188,29 +188,42 @@ def grid_programs(grid: tuple[GridDim, ...]) -> list[tuple[tuple[int, ...], int]
     return programs
 
 
+def _bind_inputs(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                 buffer: Any) -> tuple[inspect.BoundArguments, list[_Input]]:
+    """Host arrays/tensors become HBM tensors; everything else (scalars, shapes, flags) passes through."""
+    bound = inspect.signature(func).bind(*args, **kwargs)
+    inputs = []
+    for pname, value in bound.arguments.items():
+        wrapped = _wrap_input(value, buffer, pname)
+        if wrapped is not None:
+            inputs.append(wrapped)
+            bound.arguments[pname] = wrapped.tensor
+    _check_annotations(func, bound)
+    return bound, inputs
+
+
+def _write_back(inputs: list[_Input]) -> None:
+    """Inputs the simulator had to copy (torch, non-contiguous) get the kernel's writes back."""
+    for item in inputs:
+        if not item.copied:
+            continue
+        new = item.tensor.storage.data.reshape(item.array.shape)
+        if _is_torch(item.original):
+            item.original.copy_(_numpy_to_torch(new))
+        elif item.original.flags.writeable:
+            item.original[...] = new
+
+
 def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], grid: tuple[GridDim, ...] = (),
            api: str = "legacy", target: Target | None = None) -> Launch:
     if context.active() is not None:
-        from .errors import ERR_NESTED_SPMD
         raise fail(ERR_NESTED_SPMD, "a kernel was launched from inside another kernel.",
                    "call the inner function without @nki.jit (as a plain sub-kernel) and without a grid.")
     target = target or current_target()
-    in_buffer = SHARED_HBM if any(d.cores > 1 for d in grid) else HBM
-    sig = inspect.signature(func)
-    bound = sig.bind(*args, **kwargs)
-    inputs: dict[str, _Input] = {}
-    for pname, value in bound.arguments.items():
-        wrapped = _wrap_input(value, in_buffer, pname)
-        if wrapped is not None:
-            inputs[pname] = wrapped
-            bound.arguments[pname] = wrapped.tensor
-    _check_annotations(func, bound)
     cores = math.prod(d.cores for d in grid) if grid else 1
+    bound, inputs = _bind_inputs(func, args, kwargs, SHARED_HBM if cores > 1 else HBM)
     models = [cost.CostModel(target) for _ in range(cores)]
     shared: list[Storage] = []
-    results: Any = None
-    peak_sbuf = peak_psum = 0
-    prints: list[tuple[str, Any]] = []
     programs = grid_programs(grid) if grid else [((), 0)]
     sizes = tuple(d.size for d in grid)
     exchange = lnc.CoreExchange(cores) if api == "current" and cores > 1 else None
@@ -225,19 +238,10 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
         finished = lnc.run_concurrently(len(programs), lnc.bind_exchange(exchange)(program))
     else:
         finished = [program(i) for i in range(len(programs))]
-    for run, out in finished:
-        peak_sbuf, peak_psum = max(peak_sbuf, run.memory.peak["sbuf"]), max(peak_psum, run.memory.peak["psum"])
-        prints += run.prints
-        if results is None:
-            results = out
+    results = finished[0][1]  # every program returns the same shared_hbm outputs
     _check_outputs(func, _outputs(results))
-    to_torch = any(_is_torch(i.original) for i in inputs.values())
-    for item in inputs.values():  # kernels may write their inputs (legacy output arguments)
-        if item.copied and item.tensor.storage.written is None:
-            new = item.tensor.storage.data.reshape(item.array.shape)
-            if _is_torch(item.original):
-                item.original.copy_(_numpy_to_torch(new))
-            elif item.original.flags.writeable:
-                item.original[...] = new
-    report = cost.report(models, target, peak_sbuf, peak_psum)
-    return Launch(_convert(results, to_torch), report, prints)
+    _write_back(inputs)
+    report = cost.report(models, target, max(r.memory.peak["sbuf"] for r, _ in finished),
+                         max(r.memory.peak["psum"] for r, _ in finished))
+    prints = [p for r, _ in finished for p in r.prints]
+    return Launch(_convert(results, any(_is_torch(i.original) for i in inputs)), report, prints)
