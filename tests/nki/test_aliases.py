@@ -108,7 +108,8 @@ def test_env_var_and_module_runner(tmp_path: Path) -> None:
         print("OK", float(current_kernel.exp_kernel(x)[0, 0]))
     '''))
     # The NKI simulator needs no neuron device: keep torch's backend autoload out of these interpreters.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)]), "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)]),
+           "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
     env.pop("TORCHNEURON_NKI_ALIASES", None)
     runner = subprocess.run([sys.executable, "-m", "torchneuron.nki", str(script)], env=env, capture_output=True,
                             text=True, timeout=300, cwd=tmp_path)

@@ -48,8 +48,9 @@ def test_tensor_tensor(op, dt_in, dt_out, p: int, f: int, seed: int) -> None:
 
 
 @settings(max_examples=30)
-@given(op=st.sampled_from(list(REDUCE)), dt=st.sampled_from(DTYPES), shape=st.sampled_from([(8, 16), (128, 3, 5), (3, 2, 2, 7)]),
-       naxes=st.integers(1, 3), negate=st.booleans(), seed=st.integers(0, 999))
+@given(op=st.sampled_from(list(REDUCE)), dt=st.sampled_from(DTYPES),
+       shape=st.sampled_from([(8, 16), (128, 3, 5), (3, 2, 2, 7)]), naxes=st.integers(1, 3), negate=st.booleans(),
+       seed=st.integers(0, 999))
 def test_tensor_reduce(op, dt, shape, naxes: int, negate: bool, seed: int) -> None:
     naxes = min(naxes, len(shape) - 1)
     axes = tuple(range(len(shape) - naxes, len(shape)))
@@ -73,7 +74,8 @@ def test_tensor_reduce(op, dt, shape, naxes: int, negate: bool, seed: int) -> No
 @settings(max_examples=30)
 @given(dt=st.sampled_from(DTYPES), p=st.integers(1, 128), f=st.integers(1, 64), s0=st.floats(-3, 3, width=32),
        s1=st.floats(-3, 3, width=32), vector=st.booleans(), reverse=st.booleans(), seed=st.integers(0, 999))
-def test_tensor_scalar_two_ops(dt, p: int, f: int, s0: float, s1: float, vector: bool, reverse: bool, seed: int) -> None:
+def test_tensor_scalar_two_ops(dt, p: int, f: int, s0: float, s1: float, vector: bool, reverse: bool,
+                               seed: int) -> None:
     x = _tile((p, f), dt, seed)
     col = _tile((p, 1), np.dtype(np.float32), seed + 7)
 

@@ -80,7 +80,7 @@ class AliasFinder(importlib.abc.MetaPathFinder):
         if fullname not in ALIASES:
             return None
         top = fullname.split(".")[0]
-        ours = isinstance(sys.modules.get(top), types.ModuleType) and getattr(sys.modules[top], "__torchneuron_alias__", False)
+        ours = getattr(sys.modules.get(top), "__torchneuron_alias__", False)
         if not ours and self.real_package_exists(top):
             return None
         is_package = fullname in ("neuronxcc", "neuronxcc.nki", "nki")

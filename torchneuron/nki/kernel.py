@@ -179,7 +179,8 @@ class ProfileKernel(Kernel):
             raise fail(ERR_INVALID_ARG, f"{path} exists.", "pass overwrite=True or another save_trace_name.")
         assert self.last_launch is not None
         with open(path, "w") as f:
-            json.dump({"kernel": self.func.__name__, "estimated": True, **self.last_launch.report.to_dict()}, f, indent=2)
+            summary = {"kernel": self.func.__name__, "estimated": True, **self.last_launch.report.to_dict()}
+            json.dump(summary, f, indent=2)
         self.profile_path = path
         return out
 

@@ -34,7 +34,8 @@ from .ops.common import write as _write
 float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32
 float8_e4m3, float8_e4m3fn, float8_e5m2, float8_e8m0fnu = (_dt.float8_e4m3, _dt.float8_e4m3fn, _dt.float8_e5m2,
                                                            _dt.float8_e8m0fnu)
-int8, int16, int32, uint8, uint16, uint32, bool_ = _dt.int8, _dt.int16, _dt.int32, _dt.uint8, _dt.uint16, _dt.uint32, _dt.bool_
+int8, int16, int32, bool_ = _dt.int8, _dt.int16, _dt.int32, _dt.bool_
+uint8, uint16, uint32 = _dt.uint8, _dt.uint16, _dt.uint32
 finfo = _dt.finfo
 
 # buffers
@@ -111,7 +112,8 @@ def _buffer(buffer: Any) -> _Buffer:
     raise fail(ERR_MEMORY, f"{buffer!r} is not a buffer.", "use nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm.")
 
 
-def ndarray(shape: Any, dtype: Any, buffer: Any = None, name: str = "", address: Any = None, **kwargs: Any) -> NkiTensor:
+def ndarray(shape: Any, dtype: Any, buffer: Any = None, name: str = "", address: Any = None,
+            **kwargs: Any) -> NkiTensor:
     """An uninitialised tensor (reads as NaN / 4 until written)."""
     b = _buffer(buffer)
     if b.is_hbm:
@@ -258,7 +260,8 @@ reciprocal, negative, sign, ceil, floor, trunc = (_unary(n) for n in ("reciproca
 sin, cos, tan, arctan, tanh, sigmoid = (_unary(n) for n in ("sin", "cos", "tan", "arctan", "tanh", "sigmoid"))
 relu, gelu, gelu_dx, gelu_apprx_tanh = (_unary(n) for n in ("relu", "gelu", "gelu_dx", "gelu_apprx_tanh"))
 gelu_apprx_sigmoid, gelu_apprx_sigmoid_dx = _unary("gelu_apprx_sigmoid"), _unary("gelu_apprx_sigmoid_dx")
-silu, silu_dx, softplus, mish, erf, erf_dx = (_unary(n) for n in ("silu", "silu_dx", "softplus", "mish", "erf", "erf_dx"))
+silu, silu_dx, softplus = _unary("silu"), _unary("silu_dx"), _unary("softplus")
+mish, erf, erf_dx = _unary("mish"), _unary("erf"), _unary("erf_dx")
 logical_not, invert = _unary("logical_not"), _unary("invert")
 
 
@@ -277,7 +280,8 @@ copy._nki_op = "copy"  # type: ignore[attr-defined]
 # ---- reductions and composites ----
 
 def _reduction(name: str, op: str) -> Any:
-    def fn(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False, mask: Any = None, **kwargs: Any) -> NkiTensor:
+    def fn(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False, mask: Any = None,
+           **kwargs: Any) -> NkiTensor:
         return _red.nl_reduce(name, x, axis, dtype, keepdims, _mask(mask))
     fn.__name__ = fn.__qualname__ = name
     fn._nki_op = op  # type: ignore[attr-defined]

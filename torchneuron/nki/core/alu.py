@@ -47,6 +47,11 @@ def _gelu_tanh(x: np.ndarray) -> np.ndarray:
     return (0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))).astype(F32)
 
 
+def _gelu_sigmoid_dx(x: np.ndarray) -> np.ndarray:
+    s = _sigmoid(F32(1.702) * x)
+    return (s * (1 + F32(1.702) * x * (1 - s))).astype(F32)
+
+
 def _silu_dx(x: np.ndarray) -> np.ndarray:
     s = _sigmoid(x)
     return (s * (1.0 + x * (1.0 - s))).astype(F32)
@@ -84,7 +89,7 @@ UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, F32(0)), "gelu": _gelu, "gelu_dx": _gelu_dx,
     "gelu_apprx_tanh": _gelu_tanh,
     "gelu_apprx_sigmoid": lambda x: (x * _sigmoid(F32(1.702) * x)).astype(F32),
-    "gelu_apprx_sigmoid_dx": lambda x: (_sigmoid(F32(1.702) * x) * (1 + F32(1.702) * x * (1 - _sigmoid(F32(1.702) * x)))).astype(F32),
+    "gelu_apprx_sigmoid_dx": lambda x: _gelu_sigmoid_dx(x),
     "silu": lambda x: (x * _sigmoid(x)).astype(F32), "silu_dx": _silu_dx, "softplus": _softplus,
     "mish": lambda x: (x * np.tanh(_softplus(x))).astype(F32), "erf": _erf,
     "erf_dx": lambda x: (2.0 / np.sqrt(np.pi) * np.exp(-x * x)).astype(F32),
@@ -140,7 +145,7 @@ BITVEC: dict[str, Callable[[Any, Any], np.ndarray]] = {
 # reduce op -> (NumPy reduction, identity)
 REDUCE: dict[str, tuple[Callable[..., np.ndarray], float]] = {
     "add": (np.sum, 0.0), "maximum": (np.max, -np.inf), "minimum": (np.min, np.inf),
-    "multiply": (np.prod, 1.0), "subtract": (lambda a, axis, keepdims: np.subtract.reduce(a, axis=axis, keepdims=keepdims) if isinstance(axis, int) else _subtract_reduce(a, axis, keepdims), 0.0),
+    "multiply": (np.prod, 1.0), "subtract": (lambda a, axis, keepdims: _subtract_reduce(a, axis, keepdims), 0.0),
     "logical_and": (lambda a, axis, keepdims: np.all(a != 0, axis=axis, keepdims=keepdims).astype(F32), 1.0),
     "logical_or": (lambda a, axis, keepdims: np.any(a != 0, axis=axis, keepdims=keepdims).astype(F32), 0.0),
     "logical_xor": (lambda a, axis, keepdims: (np.sum(a != 0, axis=axis, keepdims=keepdims) % 2).astype(F32), 0.0),
@@ -152,7 +157,9 @@ REDUCE: dict[str, tuple[Callable[..., np.ndarray], float]] = {
 }
 
 
-def _subtract_reduce(a: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
+def _subtract_reduce(a: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
+    """x0 - x1 - x2 - ... over the (trailing) reduced axes."""
+    axis = (axis,) if isinstance(axis, int) else tuple(axis)
     first = np.take(a.reshape(a.shape[: min(axis)] + (-1,)), 0, axis=-1)
     rest = np.sum(a, axis=axis) - first
     out = first - rest

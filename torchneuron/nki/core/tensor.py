@@ -336,8 +336,8 @@ class NkiTensor:
             raise fail(ERR_OOB, f"Out-of-bound access for tensor `{self.name}`: {e}.",
                        "keep indices inside the tile.") from None
         flat = picked.reshape(picked.shape if picked.ndim else (1,))
-        return NkiTensor(self.storage, flat.shape, None, 0, 0, index=self.index.reshape(-1)[flat],  # type: ignore[union-attr]
-                         pending=())
+        offsets = self.index.reshape(-1)[flat]  # type: ignore[union-attr]
+        return NkiTensor(self.storage, flat.shape, None, 0, 0, index=offsets, pending=())
 
     def __setitem__(self, key: Any, value: Any) -> None:
         from ..ops.common import assign

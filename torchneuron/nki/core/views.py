@@ -67,7 +67,8 @@ def permute(t: NkiTensor, *dims: Any) -> NkiTensor:
     if t.index is not None:
         return _gather(t, t.index.transpose(order))
     pdim = order.index(t.pdim) if t.pdim is not None else None
-    return _new(t, tuple(t.shape[d] for d in order), tuple(t.strides[d] for d in order), pdim=pdim)  # type: ignore[index]
+    strides = t.strides or ()
+    return _new(t, tuple(t.shape[d] for d in order), tuple(strides[d] for d in order), pdim=pdim)
 
 
 def slice_dim(t: NkiTensor, dim: int, start: int = 0, end: int | None = None, step: int = 1) -> NkiTensor:
@@ -103,7 +104,8 @@ def select(t: NkiTensor, dim: int, index: Any) -> NkiTensor:
     shape = t.shape[:d] + t.shape[d + 1:]
     strides = t.strides[:d] + t.strides[d + 1:]  # type: ignore[index]
     pdim = None if t.pdim == d else (t.pdim - 1 if t.pdim is not None and t.pdim > d else t.pdim)
-    return _new(t, shape, strides, t.offset + i * t.strides[d], pdim=pdim if pdim is not None else 0)  # type: ignore[index]
+    offset = t.offset + i * t.strides[d]  # type: ignore[index]
+    return _new(t, shape, strides, offset, pdim=pdim if pdim is not None else 0)
 
 
 def broadcast(t: NkiTensor, dim: int, size: int) -> NkiTensor:

@@ -245,8 +245,8 @@ def nc_n_gather(dst: NkiTensor, data: NkiTensor, indices: NkiTensor, name: str |
     _misc.gather_flattened(dst, data, indices, api="nc_n_gather")
 
 
-def dma_transpose(dst: NkiTensor, src: NkiTensor, axes: Any = None, priority: Any = None, dge_mode: Any = dge_mode.unknown,
-                  oob_mode: Any = oob_mode.error, name: str | None = None) -> None:
+def dma_transpose(dst: NkiTensor, src: NkiTensor, axes: Any = None, priority: Any = None,
+                  dge_mode: Any = dge_mode.unknown, oob_mode: Any = oob_mode.error, name: str | None = None) -> None:
     if context.current().target.generation < 3:
         raise fail(ERR_INVALID_ARG, "nisa.dma_transpose needs NeuronCore-v3 or later; the target is trn1.",
                    "transpose on the Tensor engine with nisa.nc_transpose.")
@@ -272,7 +272,9 @@ def sendrecv(src: NkiTensor, dst: NkiTensor, send_to_rank: int, recv_from_rank: 
         raise fail(ERR_INVALID_ARG, f"sendrecv received {values.size} elements from core {recv_from_rank}, dst "
                    f"`{dst.name}` holds {dst.size}.", "send and receive tiles of the same size on both cores.")
     vals = values.reshape(dst.shape)
-    dst.write(vals if vals.dtype == dtypes.storage_dtype(dst.dtype) else dtypes.cast(dtypes.to_compute(vals), dst.dtype))
+    if vals.dtype != dtypes.storage_dtype(dst.dtype):
+        vals = dtypes.cast(dtypes.to_compute(vals), dst.dtype)
+    dst.write(vals)
     _dma.record_dma(src, dst)
 
 

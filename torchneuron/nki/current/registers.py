@@ -6,8 +6,14 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..core.tensor import NkiTensor
 from ..errors import ERR_INVALID_ARG, ERR_SHAPE, fail
+
+
+def _wrap32(value: Any) -> int:
+    """Registers are 32 bits: integers wrap like int32."""
+    return (int(value) + 2**31) % 2**32 - 2**31
 
 
 class VirtualRegister:
@@ -15,14 +21,14 @@ class VirtualRegister:
     is expected (`nl.ds(reg, 128)`, slices, `.ap(scalar_offset=reg)`)."""
 
     def __init__(self, value: Any = 0, frozen: bool = False) -> None:
-        self.value = int(np.int32(np.int64(value) & 0xFFFFFFFF).astype(np.int32)) if not isinstance(value, float) else value
+        self.value = value if isinstance(value, float) else _wrap32(value)
         self.frozen = frozen
 
     def set(self, value: Any) -> None:
         if self.frozen:
             raise fail(ERR_INVALID_ARG, "a loop induction register is read-only.",
                        "copy it into a register from nisa.register_alloc() before changing it.")
-        self.value = value if isinstance(value, float) else int(np.int64(value).astype(np.int32))
+        self.value = value if isinstance(value, float) else _wrap32(value)
 
     def __int__(self) -> int:
         return int(self.value)
@@ -75,12 +81,13 @@ def _scalar_tile(t: NkiTensor, api: str) -> None:
 
 def register_load(dst: VirtualRegister, src: NkiTensor) -> None:
     _scalar_tile(src, "register_load")
-    v = np.asarray(src.read()).reshape(-1)[0]
-    dst.set(float(v) if np.asarray(v).dtype.kind in "fV" and float(v) != int(float(v)) else int(float(v)))
+    value = float(np.asarray(src.read(), dtype=np.float64).reshape(-1)[0]) if not dtypes.is_int(src.dtype) \
+        else int(np.asarray(src.read()).reshape(-1)[0])
+    # a float register keeps its fraction; whole values load as integers (loop bounds, offsets)
+    dst.set(int(value) if isinstance(value, float) and value.is_integer() else value)
 
 
 def register_store(dst: NkiTensor, src: VirtualRegister) -> None:
-    from .. import dtypes
     _scalar_tile(dst, "register_store")
     dst.write(dtypes.cast(np.asarray([[src.value]], dtype=np.float64 if isinstance(src.value, float) else np.int64)
                           .reshape(dst.shape), dst.dtype))

@@ -24,7 +24,7 @@ from ..enums import (  # noqa: F401
     unknown_engine,
     vector_engine,
 )
-from ..errors import NkiValidationError  # noqa: F401
+from ..errors import ERR_INVALID_ARG, NkiValidationError, fail  # noqa: F401
 from ..ops import dma as _dma
 from ..ops import elementwise as _ew
 from ..ops import matmul as _mm
@@ -45,7 +45,8 @@ def _dt(x: Any) -> Any:
 
 
 def nc_matmul(stationary: NkiTensor, moving: NkiTensor, is_stationary_onezero: bool = False,
-              is_moving_onezero: bool = False, is_transpose: bool = False, mask: Any = None, **kwargs: Any) -> NkiTensor:
+              is_moving_onezero: bool = False, is_transpose: bool = False, mask: Any = None,
+              **kwargs: Any) -> NkiTensor:
     """Returns stationary.T @ moving as a fresh fp32 PSUM tile (accumulate with `psum += ...`)."""
     _mm.check_matmul("nc_matmul", None, stationary, moving, is_transpose)
     dst = allocate((stationary.free_size, moving.free_size),
@@ -230,8 +231,11 @@ def tensor_scalar_reduce(data: NkiTensor, op0: Any, operand0: Any, reduce_op: An
     return dst
 
 
-def dma_copy(dst: NkiTensor = None, src: NkiTensor = None, mask: Any = None, dst_rmw_op: Any = None,  # type: ignore[assignment]
+def dma_copy(dst: NkiTensor | None = None, src: NkiTensor | None = None, mask: Any = None, dst_rmw_op: Any = None,
              oob_mode: Any = oob_mode.error, dge_mode: Any = dge_mode.unknown, **kwargs: Any) -> None:
+    """Legacy keyword form `dma_copy(dst=..., src=...)`."""
+    if dst is None or src is None:
+        raise fail(ERR_INVALID_ARG, "dma_copy needs both dst= and src=.", "pass dst=<view> and src=<view>.")
     _dma.dma_copy(dst, src, mask_array(mask), oob_mode, dst_rmw_op)
 
 

@@ -178,7 +178,8 @@ def activation(dst: NkiTensor, op: Any, data: Any, bias: Any = None, scale: Any 
     write(dst, out, mask, api)
     run = context.current()
     reduce_registers(api, out, reduce_op, reduce_res, reduce_cmd)
-    run.cost.compute("scalar", cost.scalar_cycles(_per_partition(dst), reduce_res is not None) * strided_penalty(dst, data),
+    cycles = cost.scalar_cycles(_per_partition(dst), reduce_res is not None) * strided_penalty(dst, data)
+    run.cost.compute("scalar", cycles,
                      storages(data, bias, scale), storages(dst, reduce_res), cost.SBUF_ACCESS_CYCLES)
 
 

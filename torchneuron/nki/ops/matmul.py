@@ -20,7 +20,8 @@ def _as_2d(t: NkiTensor, values: np.ndarray) -> np.ndarray:
     return values.reshape(t.partitions, -1) if t.pdim == 0 else np.moveaxis(values, t.pdim, 0).reshape(t.partitions, -1)
 
 
-def check_matmul(api: str, dst: NkiTensor | None, stationary: NkiTensor, moving: NkiTensor, is_transpose: bool) -> tuple[int, int, int]:
+def check_matmul(api: str, dst: NkiTensor | None, stationary: NkiTensor, moving: NkiTensor,
+                 is_transpose: bool) -> tuple[int, int, int]:
     run = context.current()
     t = run.target
     check_buffer(stationary, api, "stationary", (SBUF,))
@@ -35,7 +36,8 @@ def check_matmul(api: str, dst: NkiTensor | None, stationary: NkiTensor, moving:
                    f"{moving.partitions}.", "give both operands the same contraction (partition) size.")
     if m > t.gemm_stationary_fmax:
         raise fail(ERR_DIM_LIMIT, f"'{api}' stationary free size {m} exceeds the Tensor engine limit of "
-                   f"{t.gemm_stationary_fmax}.", f"tile the stationary operand's free dim in {t.gemm_stationary_fmax}s.")
+                   f"{t.gemm_stationary_fmax}.",
+                   f"tile the stationary operand's free dim in {t.gemm_stationary_fmax}s.")
     if n > t.gemm_moving_fmax:
         raise fail(ERR_DIM_LIMIT, f"'{api}' moving free size {n} exceeds the Tensor engine limit of "
                    f"{t.gemm_moving_fmax} (one PSUM bank of fp32).",
@@ -81,7 +83,7 @@ def check_transpose(api: str, data: NkiTensor, engine: str) -> None:
     if p > limit or f > limit:
         code = ERR_PARTITIONS if p > limit else ERR_DIM_LIMIT
         raise fail(code, f"'{api}' on the {engine} engine transposes at most {limit}x{limit}, got {p}x{f}.",
-                   "transpose in blocks" + (" of 32x32 on the Vector engine." if engine == "vector" else " of 128x128."))
+                   "transpose in blocks of " + ("32x32 on the Vector engine." if engine == "vector" else "128x128."))
 
 
 def engine_name(engine: Any) -> str:
@@ -97,7 +99,8 @@ def _double_row(api: str, dst: NkiTensor, stationary: NkiTensor, moving: NkiTens
     in the time of one pass. Returns the operands as [2K, M] / [2K, N]."""
     run = context.current()
     if run.target.generation < 3:
-        raise fail(ERR_DTYPE, f"'{api}' perf_mode=double_row needs NeuronCore-v3 or later; target is {run.target.name}.",
+        raise fail(ERR_DTYPE, f"'{api}' perf_mode=double_row needs NeuronCore-v3 or later; the target is "
+                   f"{run.target.name}.",
                    "drop perf_mode or target trn2/trn3.")
     for t, arg in ((stationary, "stationary"), (moving, "moving")):
         if t.dtype not in _FP8:

@@ -129,7 +129,8 @@ def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0
 def max8(dst: NkiTensor, src: NkiTensor, api: str = "max8") -> None:
     x = read(src).reshape(src.partitions, -1)
     if x.shape[1] < 8:
-        raise fail(ERR_DIM_LIMIT, f"'{api}' needs at least 8 elements per partition, got {x.shape[1]}.", "pad the tile.")
+        raise fail(ERR_DIM_LIMIT, f"'{api}' needs at least 8 elements per partition, got {x.shape[1]}.",
+                   "pad the tile.")
     top = -np.sort(-x, axis=1)[:, :8]
     write(dst, top.reshape(dst.shape), None, api)
     charge("vector", dst, [src], max(cost.MIN_II, src.free_size))
@@ -165,13 +166,15 @@ def nc_stream_shuffle(dst: NkiTensor, src: NkiTensor, shuffle_mask: Any, api: st
     """Within each 32-partition quadrant, dst partition i takes src partition shuffle_mask[i] (255: keep)."""
     m = list(shuffle_mask)
     if len(m) != 32:
-        raise fail(ERR_INVALID_ARG, f"'{api}' needs a 32-entry shuffle_mask, got {len(m)}.", "give one entry per partition of a quadrant.")
+        raise fail(ERR_INVALID_ARG, f"'{api}' needs a 32-entry shuffle_mask, got {len(m)}.",
+                   "give one entry per partition of a quadrant.")
     x = read_raw(src).reshape(src.partitions, -1)
     out = dst.read().reshape(dst.partitions, -1).copy()
     for i in range(min(dst.partitions, 128)):
         q, j = divmod(i, 32)
         if m[j] != 255 and q * 32 + m[j] < x.shape[0]:
-            out[i] = dtypes.cast(dtypes.to_compute(x[q * 32 + m[j]]), dst.dtype) if x.dtype != out.dtype else x[q * 32 + m[j]]
+            row = x[q * 32 + m[j]]
+            out[i] = row if x.dtype == out.dtype else dtypes.cast(dtypes.to_compute(row), dst.dtype)
     dst.write(out.reshape(dst.shape))
     charge("vector", dst, [src])
 
