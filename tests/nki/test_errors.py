@@ -408,3 +408,19 @@ def test_bf16_dtype_accepted_fp64_dtype_refused() -> None:
         t = nl.ndarray((128, 4), np.float64, buffer=nl.sbuf)  # BAD
         return t
     expect("err_unsupported_dtype", nki.simulate(k), np.ones((4, 4), ml_dtypes.bfloat16))
+
+
+def test_shared_hbm_allocated_outside_the_kernel_function() -> None:
+    def make_output(shape):
+        return lnl.ndarray(shape, lnl.float32, buffer=lnl.shared_hbm)  # BAD
+
+    @lnki.jit
+    def k(a):
+        out = make_output(a.shape)
+        lnl.store(out, lnl.load(a))
+        return out
+
+    with pytest.raises(NkiError) as info:
+        k(A)
+    assert info.value.code == "err_shared_hbm_must_in_kernel_level"
+    assert info.value.lineno == line_of(make_output, "# BAD")

@@ -11,6 +11,7 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass
+from types import FrameType
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _NUMPY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__import__("numpy").__file__)))
@@ -31,14 +32,21 @@ def _is_simulator_frame(filename: str) -> bool:
     return path.startswith(_PACKAGE_DIR + os.sep) or path.startswith(os.path.join(_NUMPY_DIR, "numpy") + os.sep)
 
 
-def kernel_location() -> SourceLocation | None:
-    """The innermost stack frame outside the simulator: the kernel line that issued the current call."""
+def kernel_frame() -> FrameType | None:
+    """The innermost stack frame outside the simulator: the kernel code that issued the current call."""
     frame = sys._getframe(1)
     while frame is not None:
         if not _is_simulator_frame(frame.f_code.co_filename):
-            return SourceLocation(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+            return frame
         frame = frame.f_back
     return None
+
+
+def kernel_location() -> SourceLocation | None:
+    frame = kernel_frame()
+    if frame is None:
+        return None
+    return SourceLocation(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
 
 
 class NkiError(Exception):
@@ -109,6 +117,7 @@ ERR_START_PARTITION = "err_unsupported_start_partition"
 ERR_DTYPE = "err_unsupported_dtype"
 ERR_REDUCE_AXIS = "err_unsupported_reduce_axis"
 ERR_SHAPE = "err_shape_mismatch"
+ERR_SHARED_HBM_LEVEL = "err_shared_hbm_must_in_kernel_level"
 ERR_SBUF_CAPACITY = "err_sbuf_capacity_exceeded"
 ERR_PSUM_CAPACITY = "err_psum_capacity_exceeded"
 ERR_INVALID_ARG = "err_invalid_argument"

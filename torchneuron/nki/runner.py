@@ -230,7 +230,8 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
 
     def program(i: int) -> tuple[context.KernelRun, Any]:
         ids, core = programs[i]
-        run = context.KernelRun(target, models[core], sizes, ids, api, shared=shared, exchange=exchange)
+        run = context.KernelRun(target, models[core], sizes, ids, api, shared=shared, exchange=exchange,
+                                kernel_code=func.__code__)
         with context.running(run):
             return run, func(*bound.args, **bound.kwargs)
 

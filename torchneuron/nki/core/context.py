@@ -63,6 +63,7 @@ class KernelRun:
     rng: Any = None           # the PRNG state (ops.misc), created on first use
     reduce_regs: Any = None   # the Scalar engine's per-partition reduce registers (ops.elementwise)
     exchange: Any = None      # lnc.CoreExchange when the cores of an LNC launch run concurrently
+    kernel_code: Any = None   # the launched function's code: shared_hbm tensors are allocated there only
 
     def __post_init__(self) -> None:
         self.memory = OnChipMemory(self.target)

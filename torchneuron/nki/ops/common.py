@@ -20,8 +20,10 @@ from ..errors import (
     ERR_PARTITION_MISMATCH,
     ERR_PARTITIONS,
     ERR_SHAPE,
+    ERR_SHARED_HBM_LEVEL,
     ERR_START_PARTITION,
     fail,
+    kernel_frame,
 )
 
 Operand = Any  # NkiTensor | Python/NumPy scalar
@@ -174,6 +176,11 @@ _SHARED_LOCK = threading.Lock()  # LNC programs allocate shared tensors from two
 
 
 def _shared(run: context.KernelRun, shape: tuple[int, ...], dt: np.dtype, name: str) -> NkiTensor:
+    frame = kernel_frame()
+    if run.kernel_code is not None and frame is not None and frame.f_code is not run.kernel_code:
+        raise fail(ERR_SHARED_HBM_LEVEL, f"shared_hbm tensor {name or ''!r} is allocated in `{frame.f_code.co_name}`, "
+                   "not in the kernel function itself.", "allocate kernel outputs in the @nki.jit function's body "
+                   "and pass them to helpers.")
     with _SHARED_LOCK:
         return _shared_locked(run, shape, dt, name)
 
