@@ -8,8 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import cost, dtypes
-from ..core import context
-from ..core import alu
+from ..core import alu, context
 from ..core.buffers import PSUM, SBUF
 from ..core.tensor import NkiTensor
 from ..errors import (

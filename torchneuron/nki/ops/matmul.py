@@ -12,6 +12,7 @@ from ..core.buffers import PSUM, SBUF
 from ..core.tensor import NkiTensor
 from ..errors import ERR_DIM_LIMIT, ERR_DTYPE, ERR_PARTITION_MISMATCH, ERR_PARTITIONS, ERR_SHAPE, fail
 from .common import allocate, check_buffer, check_partitions, mask_for, read, storages, write
+from .elementwise import tensor_copy
 
 _FP32_FAMILY = (dtypes.float32, dtypes.tfloat32)
 
@@ -210,8 +211,7 @@ def nl_matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False, mask: np.nd
         xt = allocate((x.free_size, x.partitions), x.dtype, PSUM)
         nc_transpose(xt, x, api="matmul")
         stationary = allocate(xt.shape, x.dtype, SBUF)
-        stationary.write(xt.read())
-        context.current().cost.sync([xt.storage], [stationary.storage])
+        tensor_copy(stationary, xt, api="matmul")  # PSUM -> SBUF on the Vector engine, as the compiler emits it
     else:
         stationary = x
     dst = allocate((stationary.free_size, y.free_size), dtypes.float32, PSUM)
