@@ -264,6 +264,7 @@ def build_table(results: list[dict]) -> dict:
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     causes: dict[str, str] = {}
     runtime: set[str] = set(RUNTIME_OPS)
+    random: set[str] = set()
     for r in results:
         for dt in r["dtypes"].values():
             for name, status, cause in dt["events"]:
@@ -271,6 +272,9 @@ def build_table(results: list[dict]) -> dict:
                     continue
                 if status == "runtime":
                     runtime.add(name)
+                    continue
+                if cause.startswith("random op"):
+                    random.add(name)
                     continue
                 counts[name][status] += 1
                 if status != "lowered" and name not in causes:
@@ -285,15 +289,26 @@ def build_table(results: list[dict]) -> dict:
             overloads[name] = "lowered"
             if c["missing"]:
                 causes[name] = "partial: " + causes.get(name, "")
-    opinfo = {r["op"]: {d: (v["status"], _op_cause(v)) for d, v in r["dtypes"].items()} for r in results}
+    opinfo = {r["op"]: {d: (_op_status(v), _op_cause(v)) for d, v in r["dtypes"].items()} for r in results}
     return {"OVERLOADS": overloads, "CAUSES": {k: v for k, v in sorted(causes.items()) if k in overloads},
-            "RUNTIME": sorted(runtime - set(overloads)), "OPINFO": opinfo}
+            "RUNTIME": sorted(runtime - set(overloads)), "RANDOM": sorted(random - set(overloads)), "OPINFO": opinfo}
+
+
+def _op_status(v: dict) -> str:
+    """An OpInfo op whose only unlowered ATen ops are random ones is ``random`` (its values come from the
+    device generator, so they cannot be compared with CPU), not ``missing``."""
+    if v["status"] != "missing":
+        return v["status"]
+    real = [e for e in v["events"] if e[1] == "missing" and not e[2].startswith("random op")]
+    if real:
+        return "missing"
+    return "mismatched" if any(e[1] == "mismatch" for e in v["events"]) else "random"
 
 
 def _op_cause(v: dict) -> str:
-    for want in ("missing", "mismatch"):
+    for want, random_ok in (("missing", False), ("mismatch", True), ("missing", True)):
         for name, status, cause in v["events"]:
-            if status == want:
+            if status == want and (random_ok or not cause.startswith("random op")):
                 return f"{name}: {cause}"
     return ""
 
@@ -310,12 +325,22 @@ def write_table(table: dict, meta: dict) -> None:
     lines += ["}", "", "# runtime operations (allocation, copies, views, scalar reads): never compiled",
               "RUNTIME: frozenset[str] = frozenset({"]
     lines += [f"    {k!r}," for k in table["RUNTIME"]]
-    lines += ["})", "", "# OpInfo op -> dtype -> (lowered | mismatched | missing | n/a, cause)",
+    lines += ["})", "", "# random ops: values come from the device generator (no StableHLO RNG lowering yet)",
+              "RANDOM: frozenset[str] = frozenset({"]
+    lines += [f"    {k!r}," for k in table["RANDOM"]]
+    lines += ["})", "", "# OpInfo op -> dtype -> (lowered | mismatched | missing | random | n/a, cause)",
               "OPINFO: dict[str, dict[str, tuple[str, str]]] = {"]
     for k, v in table["OPINFO"].items():
         lines.append(f"    {k!r}: {{{', '.join(f'{d!r}: {tuple(s)!r}' for d, s in v.items())}}},")
     lines += ["}", ""]
     TABLE.write_text("\n".join(lines))
+
+
+def _previous_meta() -> dict | None:
+    sys.path.insert(0, str(ROOT))
+    import torchneuron.lowering.op_table as t
+
+    return dict(t.GENERATED) or None
 
 
 def summary(opinfo: dict, dtype: str) -> dict[str, int]:
@@ -346,17 +371,24 @@ def render_doc(t) -> str:
            "strict-eager path (single-op lowering → StableHLO → XLA:CPU) and is compared with CPU eager",
            "(float32: rtol 1.3e-4, atol 1e-4; bfloat16: rtol 3.2e-2, atol 2e-2).", "",
            f"Generated with: {', '.join(f'{k} {v}' for k, v in t.GENERATED.items())}", "", "## Summary", "",
-           "| dtype | ops | lowered + matched | mismatched | missing | lowered % |", "|---|---|---|---|---|---|"]
+           "| dtype | ops | lowered + matched | mismatched | missing | random | lowered + matched % |",
+           "|---|---|---|---|---|---|---|"]
     for dt in DTYPES:
         s = summary(t.OPINFO, dt)
-        n = s.get("lowered", 0) + s.get("mismatched", 0) + s.get("missing", 0)
+        n = sum(s.get(k, 0) for k in ("lowered", "mismatched", "missing", "random"))
         pct = 100.0 * s.get("lowered", 0) / n if n else 0.0
-        out.append(f"| {dt} | {n} | {s.get('lowered', 0)} | {s.get('mismatched', 0)} | {s.get('missing', 0)} | {pct:.1f} % |")
+        out.append(f"| {dt} | {n} | {s.get('lowered', 0)} | {s.get('mismatched', 0)} | {s.get('missing', 0)} | "
+                   f"{s.get('random', 0)} | {pct:.1f} % |")
+    out += ["", "`ops` counts the OpInfo entries that support the dtype on CPU. `random`: the op's only unlowered",
+            "ATen ops draw random numbers (values come from the device generator, no StableHLO RNG lowering yet);",
+            "they are counted against the percentage. Ops listed in `RUNTIME` (allocation, copies, views, scalar",
+            "reads) are runtime calls and never compiled."]
     ov = defaultdict(int)
     for v in t.OVERLOADS.values():
         ov[v] += 1
     out += ["", f"ATen overloads seen: {len(t.OVERLOADS)} computing ({ov['lowered']} lowered, {ov['mismatch']} mismatch, "
-            f"{ov['missing']} missing) and {len(t.RUNTIME)} runtime operations (views, allocation, copies).", ""]
+            f"{ov['missing']} missing), {len(t.RANDOM)} random and {len(t.RUNTIME)} runtime operations "
+            "(views, allocation, copies).", ""]
     for title, want in (("Mismatched (float32)", "mismatched"), ("Missing (float32)", "missing")):
         rows = [(k, v["float32"][1]) for k, v in t.OPINFO.items() if v.get("float32", ("",))[0] == want]
         out += [f"## {title}: {len(rows)}", "", "| op | cause |", "|---|---|"]
@@ -387,6 +419,7 @@ def main() -> None:
     p.add_argument("--write", action="store_true", help="write table and doc even for a subset")
     p.add_argument("--doc-only", action="store_true")
     p.add_argument("--json", default="", help="also dump raw results here")
+    p.add_argument("--from-json", default="", help="rebuild table and doc from a --json dump (no sweep)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--results", default="", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -399,7 +432,12 @@ def main() -> None:
         return
     names = a.ops.split(",") if a.ops else _all_names()
     t0 = time.time()
-    results = sweep(names, dtypes, a.max_samples, a.timeout, a.chunk)
+    if a.from_json:
+        results = json.loads(Path(a.from_json).read_text())
+        previous = _previous_meta()
+    else:
+        results = sweep(names, dtypes, a.max_samples, a.timeout, a.chunk)
+        previous = None
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1))
     table = build_table(results)
@@ -413,9 +451,9 @@ def main() -> None:
     import torch
     from importlib import metadata
 
-    meta = {"torch": torch.__version__, "torch-mlir": metadata.version("torch-mlir"),
-            "jaxlib": metadata.version("jaxlib"), "samples per op": str(a.max_samples),
-            "sweep seconds": f"{time.time() - t0:.0f}"}
+    meta = previous or {"torch": torch.__version__, "torch-mlir": metadata.version("torch-mlir"),
+                        "jaxlib": metadata.version("jaxlib"), "samples per op": str(a.max_samples),
+                        "sweep seconds": f"{time.time() - t0:.0f}"}
     write_table(table, meta)
     write_doc()
 

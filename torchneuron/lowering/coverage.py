@@ -19,7 +19,7 @@ import warnings
 from .. import _env
 from . import op_table
 
-LOWERED, MISMATCH, MISSING, RUNTIME = "lowered", "mismatch", "missing", "runtime"
+LOWERED, MISMATCH, MISSING, RUNTIME, RANDOM = "lowered", "mismatch", "missing", "runtime", "random"
 
 _lock = threading.Lock()
 _fallbacks: dict[str, str] = {}   # op -> reason, in first-seen order
@@ -32,14 +32,18 @@ class FallbackWarning(UserWarning):
 
 def status(op: str) -> str:
     """``lowered`` | ``mismatch`` (lowers, but numerics differ from CPU on some OpInfo sample) | ``missing`` |
-    ``runtime`` (allocation, copies and views: runtime calls, never compiled) | ``unknown``."""
+    ``runtime`` (allocation, copies and views: runtime calls, never compiled) | ``random`` (draws from the
+    device generator; no StableHLO RNG lowering yet) | ``unknown``."""
     if op in op_table.RUNTIME:
         return RUNTIME
+    if op in op_table.RANDOM:
+        return RANDOM
     return op_table.OVERLOADS.get(op, "unknown")
 
 
 def has_lowering(op: str) -> bool:
-    return status(op) in (LOWERED, MISMATCH, RUNTIME)
+    """Whether the op is fine on a Trn host: it lowers, or is a runtime/generator operation."""
+    return status(op) in (LOWERED, MISMATCH, RUNTIME, RANDOM)
 
 
 def reason(op: str) -> str:

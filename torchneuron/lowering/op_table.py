@@ -5,3 +5,4 @@ OVERLOADS: dict[str, str] = {}
 CAUSES: dict[str, str] = {}
 RUNTIME: frozenset[str] = frozenset()
 OPINFO: dict[str, dict[str, tuple[str, str]]] = {}
+RANDOM: frozenset[str] = frozenset()

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from typing import Any
 
 import torch
+from torch.utils.dlpack import to_dlpack as _to_dlpack
 
 from .. import _env
 from . import device as dev
@@ -32,6 +33,7 @@ from .errors import LoweringError
 
 _Tensor = torch.Tensor
 _CPU = torch.device("cpu")
+
 _NUMBER_TYPES = ("number", "Optional[number]")
 
 
@@ -250,6 +252,16 @@ class OpProgram:
         self.n_user = n_user
         self.constants = tg.constants
         self._scalars: dict[tuple, Any] = {}
+        self._cast_slots = [(i, dt) for i, dt in enumerate(self.casts) if dt is not None]
+        self._writes = any(info.write_returns)
+        spec = self.layout.spec
+        if spec.is_leaf() and self.layout.slots == [0]:
+            self._rebuild = _first
+        elif (spec.type is tuple and all(c.is_leaf() for c in spec.children())
+              and self.layout.slots == list(range(len(self.layout.slots)))):
+            self._rebuild = tuple
+        else:
+            self._rebuild = self.layout.rebuild
 
     def _scalar_buffer(self, v: Any, dt: torch.dtype):
         k = (type(v), v, dt)
@@ -262,45 +274,64 @@ class OpProgram:
         return b[0]
 
     def __call__(self, info: OpInfo, values: list[Any], dyn: list[Any]) -> Any:
-        device = None
+        device = _CPU
         for v in dyn:
-            if isinstance(v, _Tensor) and v.device.type != "cpu":
+            if isinstance(v, _Tensor) and not v.is_cpu:
                 device = v.device
                 break
-        if device is None:
-            device = _CPU
-        view = dev.host_views(device)
+        view, adopt = _device_fns(device)
         buffers = []
-        hosts = []
-        to_buffer = self.exe.buffer
+        exe = self.exe
+        import_buffer, xla_device = exe._to_buffer, exe._device
         for (kind, dt), v in zip(self.kinds, dyn):
             if kind == "t":
-                h = v if v.device.type == "cpu" else view(v)  # CPU wrapped numbers ride along with device tensors
+                h = view(v) if adopt is not None and v.is_neuron else v  # CPU wrapped numbers ride along
                 if dt is not None:
                     h = h.to(dt)
                 elif not h.is_contiguous():
                     h = h.contiguous()
-                hosts.append(h)
-                buffers.append(to_buffer(h))
+                buffers.append(import_buffer(_to_dlpack(h), xla_device, None))  # the buffer keeps h alive
             else:
                 buffers.append(self._scalar_buffer(v, dt))
         for c in self.constants:
-            buffers.append(to_buffer(c))
+            buffers.append(import_buffer(_to_dlpack(c), xla_device, None))
         outs = self.exe.run_buffers(buffers)
-        for i, dt in enumerate(self.casts):
-            if dt is not None:
-                outs[i] = outs[i].to(dt)
+        for i, dt in self._cast_slots:
+            outs[i] = outs[i].to(dt)
+        n_user = self.n_user
         for j, idx in enumerate(self.mutated):
             target = dyn[idx]
-            (target if target.device.type == "cpu" else view(target)).copy_(outs[self.n_user + j])
-        adopt = dev.adopter(device)
-        result = self.layout.rebuild([adopt(o) for o in outs[:self.n_user]])
-        if any(info.write_returns):
+            (target if target.is_cpu else view(target)).copy_(outs[n_user + j])
+        if adopt is not None:
+            outs = [adopt(o) for o in outs[:n_user]]
+        elif len(outs) != n_user:
+            outs = outs[:n_user]
+        result = self._rebuild(outs)
+        if self._writes:
             named = dict(zip(info.arg_names, values))
             if len(info.write_returns) == 1:
                 return named[info.write_returns[0]] if info.write_returns[0] else result
             return tuple(named[w] if w else r for w, r in zip(info.write_returns, result))
         return result
+
+
+def _first(outs: list) -> Any:
+    return outs[0]
+
+
+_DEVICE_FNS: dict[torch.device, tuple] = {}
+
+
+def _device_fns(device: torch.device) -> tuple:
+    """(host view, adopt-or-None) for a device, built once per device."""
+    fns = _DEVICE_FNS.get(device)
+    if fns is None:
+        if device.type == "cpu":
+            fns = (None, None)
+        else:
+            fns = (dev.host_views(device), dev.adopter(device))
+        _DEVICE_FNS[device] = fns
+    return fns
 
 
 def values_tensor(dyn: list[Any], idx: int) -> torch.Tensor | None:
