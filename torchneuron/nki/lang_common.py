@@ -360,4 +360,5 @@ def static_range(*args: Any, **kwargs: Any) -> Iterable[int]:
     return range(*(int(a) for a in args))
 
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "builtins", "np", "Any", "Iterable")]
+_NOT_LANGUAGE = {"annotations", "builtins", "np", "Any", "Iterable", "NkiTensor", "fail"}
+__all__ = [n for n in dir() if not n.startswith(("_", "ERR_")) and n not in _NOT_LANGUAGE]
