@@ -60,7 +60,10 @@ def _worker(names: list[str], dtypes: list[str], max_samples: int, out: Path, ti
     from torch.utils._python_dispatch import TorchDispatchMode
     import torch.utils._pytree as pytree
 
+    from torchneuron.lowering import fx_to_stablehlo
     from torchneuron.lowering.single_op import Unsupported, program_cache
+
+    fx_to_stablehlo.ISOLATE = False  # this worker is disposable: a compiler crash is caught by the parent
 
     by_name = {_key(o): o for o in op_db}
 

@@ -48,7 +48,12 @@ class StableHLOLoweringError(LoweringError):
         self.mlir_op = mlir_op
 
 
-def to_stablehlo(gm: fx.GraphModule, func_name: str = "main", isolate: bool = True) -> str:
+# Set to False by a process that is itself a disposable worker (the coverage sweep), where a fork per module
+# costs more than it protects.
+ISOLATE = True
+
+
+def to_stablehlo(gm: fx.GraphModule, func_name: str = "main", isolate: bool | None = None) -> str:
     """Lower a prepared graph (see ``passes``) to StableHLO text with ``func.func @main``.
 
     With ``isolate`` (the default where ``fork`` exists) torch-mlir runs in a forked child: some invalid
@@ -56,7 +61,7 @@ def to_stablehlo(gm: fx.GraphModule, func_name: str = "main", isolate: bool = Tr
     the user's process down. The child inherits the graph and the imported torch-mlir, so this costs a few
     milliseconds on a path that compiles anyway.
     """
-    if isolate and hasattr(os, "fork"):
+    if (ISOLATE if isolate is None else isolate) and hasattr(os, "fork"):
         return _isolated(gm, func_name)
     return _to_stablehlo(gm, func_name)
 
