@@ -324,3 +324,17 @@ def test_indirect_load_with_index_tile() -> None:
     np.testing.assert_array_equal(k(data, idx), data[idx[:, 0]])
     with pytest.raises(nki.NkiError, match="err_tensor_access_out_of_bound"):
         k(data, np.full((128, 1), 500, np.int32))
+
+
+def test_list_of_input_arrays() -> None:
+    @nki.jit
+    def k(xs):
+        out = nl.ndarray(xs[0].shape, xs[0].dtype, buffer=nl.shared_hbm)
+        acc = nl.load(xs[0])
+        for x in xs[1:]:
+            acc = acc + nl.load(x)
+        nl.store(out, acc)
+        return out
+
+    xs = [f32(8, 8) for _ in range(3)]
+    np.testing.assert_allclose(k(xs), xs[0] + xs[1] + xs[2], rtol=1e-6)

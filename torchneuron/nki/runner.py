@@ -192,12 +192,19 @@ def _bind_inputs(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
                  buffer: Any) -> tuple[inspect.BoundArguments, list[_Input]]:
     """Host arrays/tensors become HBM tensors; everything else (scalars, shapes, flags) passes through."""
     bound = inspect.signature(func).bind(*args, **kwargs)
-    inputs = []
-    for pname, value in bound.arguments.items():
-        wrapped = _wrap_input(value, buffer, pname)
-        if wrapped is not None:
-            inputs.append(wrapped)
-            bound.arguments[pname] = wrapped.tensor
+    inputs: list[_Input] = []
+
+    def wrap(value: Any, name: str) -> Any:
+        if isinstance(value, (list, tuple)):  # e.g. a list of weight arrays
+            return type(value)(wrap(v, f"{name}_{i}") for i, v in enumerate(value))
+        wrapped = _wrap_input(value, buffer, name)
+        if wrapped is None:
+            return value
+        inputs.append(wrapped)
+        return wrapped.tensor
+
+    for pname, value in list(bound.arguments.items()):
+        bound.arguments[pname] = wrap(value, pname)
     _check_annotations(func, bound)
     return bound, inputs
 
