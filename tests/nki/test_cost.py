@@ -141,3 +141,10 @@ def test_dma_transpose_uses_the_transpose_hardware_on_trn2(monkeypatch: pytest.M
     by_rows = model.busy["dma"]
     busy = nki.estimate(k, x).engine_busy_ns["dma"]
     assert busy == pytest.approx(by_rows + 128 * 128 * cost.DMA_MIN_CHUNK_BYTES / TRN2.dma_bytes_per_ns)
+
+
+def test_estimate_with_annotation_placeholders() -> None:
+    import torchneuron.nki.typing as nt
+
+    r = nki.estimate(matmul.matmul_kernel, nt.tensor[[256, 256], nl.bfloat16], nt.tensor[[256, 512], nl.bfloat16])
+    assert r.flops == 2 * 256 * 256 * 512 and r.instructions["tensor"] == 2 * 2

@@ -120,9 +120,17 @@ def as_kernel(kernel: Any, api: str) -> Kernel:
     raise fail(ERR_INVALID_ARG, f"{kernel!r} is not a kernel.", "pass a function decorated with @nki.jit.")
 
 
+def _placeholders(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`nt.tensor[[8192, 4096], nl.bfloat16]` may stand in for an array where values do not matter."""
+    args = tuple(a.placeholder() if isinstance(a, TensorType) else a for a in args)
+    return args, {k: v.placeholder() if isinstance(v, TensorType) else v for k, v in kwargs.items()}
+
+
 def estimate(kernel: Any, *args: Any, **kwargs: Any) -> cost.CostReport:
-    """Run `kernel(*args)` on the simulator and return the cost model's report for the launch."""
+    """Run `kernel(*args)` on the simulator and return the cost model's report for the launch. Arguments may
+    be `nt.tensor[[shape], dtype]` annotations instead of arrays (zeros are simulated)."""
     k = as_kernel(kernel, getattr(kernel, "api", "current"))
+    args, kwargs = _placeholders(args, kwargs)
     return k.run(*args, **kwargs).report
 
 
@@ -155,8 +163,7 @@ class BenchmarkKernel(Kernel):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # neuron-bench ignores input values, so `nt.tensor[[8192, 4096], nl.bfloat16]` may stand in for an array
-        args = tuple(a.placeholder() if isinstance(a, TensorType) else a for a in args)
-        kwargs = {k: v.placeholder() if isinstance(v, TensorType) else v for k, v in kwargs.items()}
+        args, kwargs = _placeholders(args, kwargs)
         out = super().__call__(*args, **kwargs)
         if self.last_launch is not None:
             r = self.last_launch.report
