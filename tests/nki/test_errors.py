@@ -424,3 +424,14 @@ def test_shared_hbm_allocated_outside_the_kernel_function() -> None:
         k(A)
     assert info.value.code == "err_shared_hbm_must_in_kernel_level"
     assert info.value.lineno == line_of(make_output, "# BAD")
+
+
+def test_operator_does_not_broadcast_partitions() -> None:
+    @lnki.jit
+    def k(a):
+        t = lnl.load(a)
+        row = lnl.load(a[0:1, :])
+        fine = lnl.add(t, row)  # the API broadcasts a 1-partition operand
+        bad = t + row  # BAD
+        return fine, bad
+    expect("err_num_partition_mismatch", k, A)

@@ -17,6 +17,7 @@ from ..errors import (
     ERR_ACT_SCALE_TYPE,
     ERR_INVALID_ARG,
     ERR_MEMORY,
+    ERR_PARTITION_MISMATCH,
     ERR_PARTITIONS,
     fail,
 )
@@ -298,6 +299,10 @@ def operator_call(name: str, a: Any, b: Any) -> NkiTensor:
     if run.api == "current":
         raise fail(ERR_INVALID_ARG, f"tensor operator for '{name}' used in an `nki` (current API) kernel; NkiTensor "
                    "defines no arithmetic operators.", f"call nl.{name}(a, b) (or nisa.tensor_tensor) instead.")
+    if isinstance(a, NkiTensor) and isinstance(b, NkiTensor) and a.partitions != b.partitions:
+        raise fail(ERR_PARTITION_MISMATCH, f"tile operator '{name}' on {a.partitions} and {b.partitions} partitions: "
+                   "operators broadcast along free dims only.",
+                   f"call nl.{name}(a, b), which broadcasts a 1-partition operand, or broadcast_to first.")
     return nl_binary(name, a, b)
 
 
