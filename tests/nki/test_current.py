@@ -412,3 +412,23 @@ def test_matmul_double_row_fp8_and_pe_tiling() -> None:
 
     with pytest.raises(nki.NkiError, match="contracts 128 rows"):
         nki.simulate(bad)(s)
+
+
+def test_stream_shuffle_within_quadrants() -> None:
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((64, 4), nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((64, 4), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        r = nl.ndarray((64, 4), nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=r, value=-1.0)
+        nisa.nc_stream_shuffle(dst=r, src=t, shuffle_mask=[31 - i if i % 4 else 255 for i in range(32)])
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    x = f32(64, 4)
+    got = k(x)
+    for p in range(64):
+        j = p % 32
+        want = -1.0 if j % 4 == 0 else x[(p // 32) * 32 + 31 - j]
+        np.testing.assert_array_equal(got[p], want)

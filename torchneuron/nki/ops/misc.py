@@ -170,11 +170,12 @@ def nc_stream_shuffle(dst: NkiTensor, src: NkiTensor, shuffle_mask: Any, api: st
                    "give one entry per partition of a quadrant.")
     x = read_raw(src).reshape(src.partitions, -1)
     out = dst.read().reshape(dst.partitions, -1).copy()
-    for i in range(min(dst.partitions, 128)):
-        q, j = divmod(i, 32)
-        if m[j] != 255 and q * 32 + m[j] < x.shape[0]:
-            row = x[q * 32 + m[j]]
-            out[i] = row if x.dtype == out.dtype else dtypes.cast(dtypes.to_compute(row), dst.dtype)
+    lanes = np.arange(dst.partitions)
+    picks = np.asarray(m, dtype=np.int64)[lanes % 32]
+    sources = (lanes // 32) * 32 + picks
+    moved = (picks != 255) & (sources < x.shape[0])
+    rows = x[sources[moved]]
+    out[moved] = rows if x.dtype == out.dtype else dtypes.cast(dtypes.to_compute(rows), dst.dtype)
     dst.write(out.reshape(dst.shape))
     charge("vector", dst, [src])
 
