@@ -53,6 +53,30 @@ TOL = {"float32": (1.3e-6 * 100, 1e-5 * 10), "bfloat16": (1.6e-2 * 2, 1e-2 * 2)}
 
 # ------------------------------------------------------------------------------------------------ worker
 def _worker(names: list[str], dtypes: list[str], max_samples: int, out: Path, timeout: int) -> None:
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    from torchneuron.lowering import fx_to_stablehlo
+
+    fx_to_stablehlo.ISOLATE = False  # this worker is disposable: a compiler crash is caught by the parent
+    by_name = {_key(o): o for o in op_db}
+    check = _make_checker(timeout)
+    with open(out, "a") as f:
+        for nm in names:
+            op = by_name[nm]
+            result = {"op": nm, "dtypes": {dt: check(op, dt, max_samples) for dt in dtypes}}
+            f.write(json.dumps(result) + "\n")
+            f.flush()
+
+
+def check_opinfo(name: str, dtype: str = "float32", max_samples: int = 3, timeout: int = 120) -> dict:
+    """{"status", "events"} for one OpInfo op and dtype (what the sweep records; used by a CI test)."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    (op,) = [o for o in op_db if _key(o) == name]
+    return _make_checker(timeout)(op, dtype, max_samples)
+
+
+def _make_checker(timeout: int):
     import signal
 
     import torch
@@ -60,12 +84,7 @@ def _worker(names: list[str], dtypes: list[str], max_samples: int, out: Path, ti
     from torch.utils._python_dispatch import TorchDispatchMode
     import torch.utils._pytree as pytree
 
-    from torchneuron.lowering import fx_to_stablehlo
     from torchneuron.lowering.single_op import Unsupported, program_cache
-
-    fx_to_stablehlo.ISOLATE = False  # this worker is disposable: a compiler crash is caught by the parent
-
-    by_name = {_key(o): o for o in op_db}
 
     class Timeout(Exception):
         pass
@@ -147,52 +166,46 @@ def _worker(names: list[str], dtypes: list[str], max_samples: int, out: Path, ti
                 events.append((name, "mismatch" if cause else "lowered", cause or ""))
             return events
 
-    with open(out, "a") as f:
-        for nm in names:
-            op = by_name[nm]
-            result = {"op": nm, "dtypes": {}}
-            for dt_name in dtypes:
-                dt = getattr(torch, dt_name)
-                if dt not in op.supported_dtypes("cpu"):
-                    result["dtypes"][dt_name] = {"status": "n/a", "events": []}
-                    continue
-                events: list = []
-                status = "n/a"
-                signal.alarm(timeout)
+    def check(op, dt_name: str, max_samples: int) -> dict:
+        dt = getattr(torch, dt_name)
+        if dt not in op.supported_dtypes("cpu"):
+            return {"status": "n/a", "events": []}
+        events: list = []
+        status = "n/a"
+        signal.alarm(timeout)
+        try:
+            n = 0
+            for s in op.sample_inputs("cpu", dt, requires_grad=False):
+                if n >= max_samples:
+                    break
                 try:
-                    samples = op.sample_inputs("cpu", dt, requires_grad=False)
-                    n = 0
-                    for s in samples:
-                        if n >= max_samples:
-                            break
-                        try:
-                            with torch.no_grad():
-                                op(s.input, *s.args, **s.kwargs)  # eager must accept the sample
-                        except Exception:
-                            continue
-                        n += 1
-                        rec = Record(dt_name)
-                        with torch.no_grad(), rec:
-                            op(s.input, *s.args, **s.kwargs)
-                        events.extend(rec.replay())
-                    if n:
-                        status = "lowered"
-                except Timeout:
-                    events.append(("(timeout)", "missing", f"no result within {timeout}s"))
-                    status = "lowered"
-                except Exception as e:
-                    events.append(("(sample)", "missing", f"{type(e).__name__}: {str(e)[:200]}"))
-                    status = "lowered"
-                finally:
-                    signal.alarm(0)
-                if status != "n/a":
-                    if any(ev[1] == "missing" for ev in events):
-                        status = "missing"
-                    elif any(ev[1] == "mismatch" for ev in events):
-                        status = "mismatched"
-                result["dtypes"][dt_name] = {"status": status, "events": sorted(set(map(tuple, events)))}
-            f.write(json.dumps(result) + "\n")
-            f.flush()
+                    with torch.no_grad():
+                        op(s.input, *s.args, **s.kwargs)  # eager must accept the sample
+                except Exception:
+                    continue
+                n += 1
+                rec = Record(dt_name)
+                with torch.no_grad(), rec:
+                    op(s.input, *s.args, **s.kwargs)
+                events.extend(rec.replay())
+            if n:
+                status = "lowered"
+        except Timeout:
+            events.append(("(timeout)", "missing", f"no result within {timeout}s"))
+            status = "lowered"
+        except Exception as e:
+            events.append(("(sample)", "missing", f"{type(e).__name__}: {str(e)[:200]}"))
+            status = "lowered"
+        finally:
+            signal.alarm(0)
+        if status != "n/a":
+            if any(ev[1] == "missing" for ev in events):
+                status = "missing"
+            elif any(ev[1] == "mismatch" for ev in events):
+                status = "mismatched"
+        return {"status": status, "events": sorted(set(map(tuple, events)))}
+
+    return check
 
 
 def _key(op) -> str:
