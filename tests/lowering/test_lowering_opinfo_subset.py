@@ -14,7 +14,7 @@ _spec.loader.exec_module(gen)
 FAST = ["add", "mul", "sin", "exp", "where", "clamp", "sum", "mean", "amax", "softmax", "log_softmax",
         "matmul", "nn.functional.linear", "nn.functional.layer_norm", "nn.functional.gelu", "nn.functional.relu",
         "cat", "transpose", "index_select", "cumsum"]
-SLOW = ["nn.functional.conv2d", "nn.functional.avg_pool2d", "nn.functional.embedding", "topk", "sort",
+SLOW = ["nn.functional.conv2d", "nn.functional.adaptive_avg_pool2d", "nn.functional.embedding", "topk", "sort",
         "nn.functional.cross_entropy", "nn.functional.scaled_dot_product_attention", "gather", "bmm", "var"]
 
 
