@@ -338,3 +338,36 @@ def test_list_of_input_arrays() -> None:
 
     xs = [f32(8, 8) for _ in range(3)]
     np.testing.assert_allclose(k(xs), xs[0] + xs[1] + xs[2], rtol=1e-6)
+
+
+def test_dense_mgrid_iota_and_where_on_a_predicate() -> None:
+    @nki.jit
+    def k(logits, n_valid):
+        out = nl.ndarray((2, 128, 16), nl.float32, buffer=nl.shared_hbm)
+        grid = nl.mgrid[0:128, 0:16]
+        classes = nisa.iota(expr=grid.x, dtype=nl.int32)        # a full [128, 16] tile of column ids
+        nl.store(out[0], nl.add(classes, 0.0, dtype=nl.float32))
+        t = nl.load(logits)
+        fill = nl.full((128, 16), -1.0, dtype=nl.float32, buffer=nl.sbuf)
+        nl.store(out[1], nl.where(grid.p < n_valid, t, fill))   # rows past n_valid replaced
+        return out
+
+    x = f32(128, 16)
+    got = k(x, 100)
+    np.testing.assert_array_equal(got[0], np.broadcast_to(np.arange(16, dtype=np.float32), (128, 16)))
+    np.testing.assert_array_equal(got[1][:100], x[:100])
+    assert (got[1][100:] == -1).all()
+
+
+def test_iota_over_a_4d_affine_expression() -> None:
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((4, 2, 3, 5), nl.float32, buffer=nl.shared_hbm)
+        w = nl.mgrid[0:4, 0:2, 0:3, 0:5]  # .p, .x, .y, .z
+        idx = nisa.iota(3 * w.y + w.z, dtype=nl.float32)
+        nl.store(out, idx)
+        return out
+
+    got = k(f32(1, 1))
+    _, _, yy, zz = np.mgrid[0:4, 0:2, 0:3, 0:5]
+    np.testing.assert_array_equal(got, 3 * yy + zz)

@@ -17,6 +17,7 @@ from .core.buffers import PSUM as _PSUM
 from .core.buffers import SBUF as _SBUF
 from .core.buffers import SHARED_HBM as _SHARED_HBM
 from .core.buffers import Buffer as _Buffer
+from .core.indexing import Mask
 from .core.indexing import ds as ds
 from .core.tensor import NkiTensor
 from .errors import ERR_INVALID_ARG, ERR_MEMORY, fail
@@ -211,10 +212,13 @@ def expand_dims(x: NkiTensor, axis: Any, **kwargs: Any) -> NkiTensor:
 
 
 def where(condition: Any, x: Any, y: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> NkiTensor:
-    shape = np.broadcast_shapes(*(t.shape for t in (condition, x, y) if isinstance(t, NkiTensor)))
+    """x where condition else y; the condition is a tile or a legacy `nl.arange` predicate."""
+    predicate = isinstance(condition, Mask)
+    shaped = [t for t in (condition, x, y) if isinstance(t, (NkiTensor, Mask))]
+    shape = np.broadcast_shapes(*(t.shape for t in shaped))
     dts = [t.dtype if isinstance(t, NkiTensor) else _dt.scalar_dtype(t) for t in (x, y)]
     dst = _allocate(shape, dtype if dtype is not None else _dt.result_dtype(*dts), _SBUF)
-    c = _read(condition) != 0
+    c = condition.values if predicate else _read(condition) != 0
     _write(dst, np.where(c, _read(x), _read(y)), _mask(mask), "nl.where")
     _misc.charge("vector", dst, [condition, x, y])
     return dst
@@ -360,5 +364,5 @@ def static_range(*args: Any, **kwargs: Any) -> Iterable[int]:
     return range(*(int(a) for a in args))
 
 
-_NOT_LANGUAGE = {"annotations", "builtins", "np", "Any", "Iterable", "NkiTensor", "fail"}
+_NOT_LANGUAGE = {"annotations", "builtins", "np", "Any", "Iterable", "NkiTensor", "Mask", "fail"}
 __all__ = [n for n in dir() if not n.startswith(("_", "ERR_")) and n not in _NOT_LANGUAGE]

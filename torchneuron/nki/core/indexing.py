@@ -99,8 +99,9 @@ def arange(*args: int) -> IndexArray:
 
 
 class MGridResult(tuple):
-    """`nl.mgrid[0:128, 0:512]`: unpacks to open-grid index arrays; `.p` is the partition index,
-    `.x` the first free index (then `.y`, `.z`)."""
+    """`nl.mgrid[0:128, 0:512]`: unpacks to index arrays over the whole grid (dense, like NumPy's mgrid,
+    so `nisa.iota(grid.x)` is a full [128, 512] tile); `.p` is the partition index, `.x` the first free
+    index (then `.y`, `.z`)."""
 
     def __getattr__(self, name: str) -> IndexArray:
         order = {"p": 0, "x": 1, "y": 2, "z": 3}
@@ -112,7 +113,7 @@ class MGridResult(tuple):
 class _MGrid:
     def __getitem__(self, key: Any) -> MGridResult:
         key = key if isinstance(key, tuple) else (key,)
-        grids = np.ogrid[key] if len(key) > 1 else [np.ogrid[key[0]]]
+        grids = np.mgrid[key] if len(key) > 1 else [np.mgrid[key[0]]]
         return MGridResult(IndexArray(g) for g in grids)
 
 
