@@ -18,7 +18,7 @@ import torch  # noqa: E402
 import torchneuron  # noqa: E402,F401
 from _common import emit, parser, per_call_seconds, sync_for  # noqa: E402
 
-TARGETS = {"small_op_ratio_max": 2.0, "large_op_throughput_ratio_min": 0.9, "cached_alloc_free_ns_max": 1000}
+TARGETS = {"autoload_added_import_s_max": 0.3, "small_op_ratio_max": 2.0, "large_op_throughput_ratio_min": 0.9, "cached_alloc_free_ns_max": 1000}
 
 
 def small_ops(device: str) -> dict[str, float]:
@@ -40,6 +40,18 @@ def large_ops(device: str) -> dict[str, float]:
     return {name: per_call_seconds(fn, sync_for(device), inner=inner, repeats=5) for name, (fn, inner) in ops.items()}
 
 
+def import_torch_seconds(autoload: bool, repeats: int = 5) -> float:
+    """Median wall time of `import torch` in a fresh interpreter, with or without the neuron autoload."""
+    import statistics
+    import subprocess
+
+    env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "1" if autoload else "0"}
+    code = "import time; t = time.perf_counter(); import torch; print(time.perf_counter() - t)"
+    runs = [float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                 check=True).stdout) for _ in range(repeats)]
+    return statistics.median(runs)
+
+
 def main() -> None:
     args = parser(__doc__).parse_args()
     torch.set_num_threads(torch.get_num_threads())
@@ -57,11 +69,14 @@ def main() -> None:
         "torch_empty_us": {"neuron": empty_s * 1e6, "cpu": cpu_empty_s * 1e6},
         "targets": TARGETS,
     }
+    on, off = import_torch_seconds(True), import_torch_seconds(False)
+    result["import_torch_s"] = {"with_autoload": on, "without": off, "added_by_torchneuron": on - off}
     result["meets_targets"] = {
         "small_ops": max(result["small_op_ratio_neuron_over_cpu"].values()) <= TARGETS["small_op_ratio_max"],
         "large_ops": min(result["large_op_throughput_ratio_neuron_over_cpu"].values())
         >= TARGETS["large_op_throughput_ratio_min"],
         "cached_alloc_free": alloc_ns <= TARGETS["cached_alloc_free_ns_max"],
+        "autoload_import": result["import_torch_s"]["added_by_torchneuron"] <= TARGETS["autoload_added_import_s_max"],
     }
     emit(result, args.out)
 

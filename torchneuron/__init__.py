@@ -6,7 +6,22 @@
 
 from __future__ import annotations
 
-from torchneuron import _registration
+import os as _os
+import sys as _sys
+
+if "torch" not in _sys.modules:
+    # `import torchneuron` before torch: torch's autoload would re-enter this half-imported package.
+    _saved = _os.environ.get("TORCH_DEVICE_BACKEND_AUTOLOAD")
+    _os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    try:
+        import torch  # noqa: F401
+    finally:
+        if _saved is None:
+            del _os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"]
+        else:
+            _os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = _saved
+
+from torchneuron import _registration  # noqa: E402
 
 _registration.check_backend_unclaimed()
 

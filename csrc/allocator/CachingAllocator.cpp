@@ -134,6 +134,13 @@ void CachingAllocator::setMemoryFraction(double fraction, c10::DeviceIndex devic
   deviceCache(device).setMemoryFraction(fraction);
 }
 
+bool CachingAllocator::freeIfLive(void* ptr) {
+  Block* block = ptr ? findLive(ptr, /*remove=*/true) : nullptr;
+  if (block == nullptr) return false;
+  deviceCache(block->device).free(block);
+  return true;
+}
+
 bool CachingAllocator::owns(const c10::DataPtr& ptr) const { return ptr.get_deleter() == &deleteDevicePtr; }
 
 } // namespace torchneuron

@@ -33,6 +33,8 @@ class CachingAllocator final : public c10::DeviceAllocator {
   void setMemoryFraction(double fraction, c10::DeviceIndex device);
   // A DataPtr this allocator handed out (used to tell device memory from foreign memory).
   bool owns(const c10::DataPtr& ptr) const;
+  // Frees `ptr` when it is a live allocation of this allocator; false (and nothing done) otherwise.
+  bool freeIfLive(void* ptr);
 
   DeviceCache& deviceCache(c10::DeviceIndex device);
 

@@ -94,3 +94,9 @@ def test_second_privateuse1_backend_is_refused():
     out = _run(code, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     assert out.returncode != 0
     assert "already claimed as 'otherdev'" in out.stderr and "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in out.stderr
+
+
+def test_autoload_keeps_heavy_dependencies_lazy():
+    out = _run("import sys, torch; torch.ones(1, device='neuron');"
+               "print(sorted(m for m in ('jax', 'jaxlib', 'torch_mlir') if m in sys.modules))")
+    assert out.stdout.strip() == "[]", out.stderr

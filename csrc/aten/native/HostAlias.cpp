@@ -53,3 +53,25 @@ at::Tensor deviceTensorOver(const c10::Storage& storage, const at::Tensor& geome
 }
 
 } // namespace torchneuron
+
+#include <ATen/ATen.h>
+
+#include "allocator/CachingAllocator.h"
+
+namespace torchneuron {
+
+at::Tensor fromHostResult(const at::Tensor& out, c10::DeviceIndex device) {
+  if (!out.defined() || out.device().is_privateuseone()) return out;
+  auto* storage = out.storage().unsafeGetStorageImpl();
+  if (cachingAllocator().owns(storage->data_ptr())) {
+    retagAsDevice(storage->mutable_data_ptr(), device);
+    storage->set_allocator(&cachingAllocator());
+    return deviceTensorOver(out.storage(), out, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1));
+  }
+  at::Tensor copy = at::empty_strided(out.sizes(), out.strides(),
+                                      out.options().device(c10::Device(c10::DeviceType::PrivateUse1, device)));
+  hostAlias(copy).copy_(out);
+  return copy;
+}
+
+} // namespace torchneuron

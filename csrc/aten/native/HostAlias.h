@@ -18,3 +18,9 @@ at::Tensor deviceTensorOver(const c10::Storage& storage, const at::Tensor& geome
                             c10::DispatchKeySet keys);
 
 } // namespace torchneuron
+
+namespace torchneuron {
+// A result a host kernel produced inside CaptureOutputsOnDevice, as a neuron tensor of `device`: its
+// device-memory storage is handed over without a copy (host memory, which should not happen, is copied).
+at::Tensor fromHostResult(const at::Tensor& out, c10::DeviceIndex device);
+} // namespace torchneuron

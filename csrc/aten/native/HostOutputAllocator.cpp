@@ -9,6 +9,13 @@ namespace torchneuron {
 namespace {
 thread_local int t_capture_device = -1;
 thread_local int t_capture_stream = 0;
+c10::DeleterFnPtr g_cpu_raw_deleter = nullptr;
+
+// raw_allocate()/raw_deallocate() users (oneDNN scratch buffers, ...) free through raw_deleter(), possibly
+// after the capture scope ended: route device blocks back to the caching allocator, the rest to the CPU's.
+void rawDeleteHostOrDevice(void* ptr) {
+  if (!cachingAllocator().freeIfLive(ptr) && g_cpu_raw_deleter != nullptr) g_cpu_raw_deleter(ptr);
+}
 
 class HostOrDeviceAllocator final : public c10::Allocator {
  public:
@@ -23,7 +30,9 @@ class HostOrDeviceAllocator final : public c10::Allocator {
     ptr.unsafe_set_device(c10::Device(c10::DeviceType::CPU));  // the host kernel must see CPU memory
     return ptr;
   }
-  c10::DeleterFnPtr raw_deleter() const override { return cpu_->raw_deleter(); }
+  c10::DeleterFnPtr raw_deleter() const override {
+    return cpu_->raw_deleter() != nullptr ? &rawDeleteHostOrDevice : nullptr;
+  }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     cpu_->copy_data(dest, src, count);
   }
@@ -35,6 +44,7 @@ class HostOrDeviceAllocator final : public c10::Allocator {
 HostOrDeviceAllocator* installed() {
   // Registered once, above the default CPU allocator's priority; the default stays the delegate.
   static HostOrDeviceAllocator* instance = [] {
+    g_cpu_raw_deleter = c10::GetCPUAllocator()->raw_deleter();
     auto* a = new HostOrDeviceAllocator(c10::GetCPUAllocator());
     c10::SetCPUAllocator(a, /*priority=*/1);
     return a;

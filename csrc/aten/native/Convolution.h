@@ -1,0 +1,21 @@
+#pragma once
+// Convolutions: ATen routes devices other than CPU/CUDA to the *_overrideable ops, which every backend must
+// implement. On the simulator they run the host convolution kernels on the device buffers.
+#include <ATen/core/Tensor.h>
+
+#include <array>
+#include <tuple>
+
+namespace torchneuron::native {
+
+at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
+                                    const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
+                                    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
+                                    c10::IntArrayRef output_padding, int64_t groups);
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::IntArrayRef stride,
+    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding,
+    int64_t groups, std::array<bool, 3> output_mask);
+
+} // namespace torchneuron::native
