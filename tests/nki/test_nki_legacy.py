@@ -371,3 +371,17 @@ def test_iota_over_a_4d_affine_expression() -> None:
     got = k(f32(1, 1))
     _, _, yy, zz = np.mgrid[0:4, 0:2, 0:3, 0:5]
     np.testing.assert_array_equal(got, 3 * yy + zz)
+
+
+def test_profile_refuses_to_overwrite_by_default(tmp_path) -> None:
+    def body(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a))
+        return out
+
+    a = f32(4, 4)
+    nki.profile(working_directory=str(tmp_path))(body)(a)
+    with pytest.raises(nki.NkiError, match="overwrite=True"):
+        nki.profile(working_directory=str(tmp_path))(body)(a)
+    nki.profile(working_directory=str(tmp_path), overwrite=True)(body)(a)
+    assert (tmp_path / "profile.json").exists()

@@ -182,7 +182,7 @@ class ProfileKernel(Kernel):
         os.makedirs(wd, exist_ok=True)
         name = os.path.splitext(self.options.get("save_trace_name") or "profile.ntff")[0] + ".json"
         path = os.path.join(wd, name)
-        if os.path.exists(path) and not self.options.get("overwrite", True):
+        if os.path.exists(path) and not self.options.get("overwrite", False):  # neuronxcc.nki.profile default
             raise fail(ERR_INVALID_ARG, f"{path} exists.", "pass overwrite=True or another save_trace_name.")
         assert self.last_launch is not None
         with open(path, "w") as f:
