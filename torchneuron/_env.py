@@ -25,8 +25,8 @@ def _var(name: str, default: str, meaning: str) -> str:
 
 
 # --- device / runtime (issue 2) ---
-RUNTIME = _var("TORCHNEURON_RUNTIME", "auto", "auto|sim|nrt: which runtime backs the neuron device")
-TARGET = _var("TORCHNEURON_TARGET", "trn2", "trn1|trn2|trn3: the simulated (or compile) target")
+RUNTIME = _var("TORCHNEURON_RUNTIME", "auto", "auto, sim or nrt: which runtime backs the neuron device")
+TARGET = _var("TORCHNEURON_TARGET", "trn2", "trn1, trn2 or trn3: the simulated (or compile) target")
 SIM_DEVICES = _var("TORCHNEURON_SIM_DEVICES", "", "number of simulated devices (default: logical cores of one chip)")
 SIM_HBM_MB = _var("TORCHNEURON_SIM_HBM_MB", "", "override the simulated HBM capacity per device, in MiB")
 LAUNCH_BLOCKING = _var("NEURON_LAUNCH_BLOCKING", "0", "1: every device operation completes before the call returns")
@@ -37,14 +37,14 @@ FP64 = _var("TORCHNEURON_FP64", "emulate", "emulate: float64 computed in float32
 
 # --- lowering / compiler (issue 5) ---
 EAGER = _var("TORCHNEURON_EAGER", "host", "host: eager ops run as host kernels; lowered: every op through StableHLO + XLA:CPU")
-FALLBACK = _var("TORCHNEURON_FALLBACK", "warn", "warn|error: an executed op with no StableHLO lowering warns once, or raises")
+FALLBACK = _var("TORCHNEURON_FALLBACK", "warn", "warn or error: an executed op with no StableHLO lowering warns once, or raises")
 CACHE_DIR = _var("TORCHNEURON_CACHE_DIR", "", "on-disk compile cache (default: ~/.cache/torchneuron)")
 CC_FLAGS = _var("NEURON_CC_FLAGS", "", "extra neuronx-cc flags, appended")
 OPT_LEVEL = _var("NEURON_COMPILER_OPT_LEVEL", "", "neuronx-cc -O level override (eager default 1, graphs 2)")
-LNC = _var("NEURON_LOGICAL_NC_CONFIG", "", "logical NeuronCore config (1|2) passed to neuronx-cc --lnc")
+LNC = _var("NEURON_LOGICAL_NC_CONFIG", "", "logical NeuronCore config (1 or 2) passed to neuronx-cc --lnc")
 
 # --- NKI (issue 4) ---
-NKI_TARGET = _var("NEURON_PLATFORM_TARGET_OVERRIDE", "", "NKI target (trn1|trn2|trn3); falls back to TORCHNEURON_TARGET")
+NKI_TARGET = _var("NEURON_PLATFORM_TARGET_OVERRIDE", "", "NKI target (trn1, trn2 or trn3); falls back to TORCHNEURON_TARGET")
 NKI_ALIASES = _var("TORCHNEURON_NKI_ALIASES", "0", "1: `import nki` / `import neuronxcc.nki` resolve to torchneuron.nki when not installed")
 
 
