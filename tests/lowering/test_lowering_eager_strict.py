@@ -86,3 +86,19 @@ def test_env_var_installs_strict_mode_at_import(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert int(proc.stdout.strip().splitlines()[-1]) >= 2
+
+
+def test_lowered_module_runs_on_neuron_tensors():
+    from torchneuron.lowering.api import lower
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).eval()
+    x = torch.randn(4, 8)
+    lowered = torchneuron.lower(model, x)
+    assert torchneuron.lower is lower or torchneuron.lower.__name__ == "lower"
+    with pytest.raises(RuntimeError, match="move the module"):
+        lowered(x.to("neuron"))              # parameters still on the CPU
+    model.to("neuron")
+    out = lowered(x.to("neuron"))
+    assert out.device.type == "neuron"
+    torch.testing.assert_close(out.cpu(), model.cpu()(x))

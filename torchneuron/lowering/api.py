@@ -36,10 +36,9 @@ def lower(fn_or_module: Any, *example_inputs: Any, **example_kwargs: Any) -> Low
     if not callable(fn_or_module):
         raise TypeError(f"torchneuron.lower expects a function or nn.Module, got {type(fn_or_module).__name__}")
     tg = trace(fn_or_module, example_inputs, example_kwargs)
-    params: list[torch.Tensor] = []
+    params: list[torch.Tensor] | torch.nn.Module = []
     if tg.param_names:
-        lookup = dict([*fn_or_module.named_parameters(), *fn_or_module.named_buffers()])
-        params = [lookup[n] for n in tg.param_names]
+        params = fn_or_module  # read by name at call time: Module.to() may replace the Parameter objects
     return Lowered(
         stablehlo=tg.stablehlo, inputs=tg.inputs, param_names=tg.param_names, params=params,
         constants=tg.constants, in_spec=tg.user_in_spec, tensor_slots=tg.user_tensor_slots, static=tg.user_static,
@@ -49,7 +48,8 @@ def lower(fn_or_module: Any, *example_inputs: Any, **example_kwargs: Any) -> Low
 
 
 class Lowered:
-    def __init__(self, *, stablehlo: str, inputs: list[TensorSpec], param_names: list[str], params: list[torch.Tensor],
+    def __init__(self, *, stablehlo: str, inputs: list[TensorSpec], param_names: list[str],
+                 params: list[torch.Tensor] | torch.nn.Module,
                  constants: list[torch.Tensor], in_spec: pytree.TreeSpec, tensor_slots: list[int], static: list[Any],
                  mutated: list[int], out_spec: pytree.TreeSpec, out_slots: list[Any], mutation_slots: list[Any],
                  name: str = "main"):
@@ -103,8 +103,8 @@ class Lowered:
         if len(devices) > 1:
             raise RuntimeError(f"{self.name}: inputs are on several devices ({', '.join(map(str, devices))}); "
                                "move them all to one neuron device (or all to cpu)")
-        device = devices.pop() if devices else (self._params[0].device if self._params else torch.device("cpu"))
-        params = [p.detach() for p in self._params]
+        params = self._current_params()
+        device = devices.pop() if devices else (params[0].device if params else torch.device("cpu"))
         for name, p in zip(self.param_names, params):
             if p.device != device:
                 raise RuntimeError(f"{self.name}: parameter {name!r} is on {p.device} but the inputs are on {device}; "
@@ -123,6 +123,15 @@ class Lowered:
                     "shape (one Lowered per shape; pad or bucket to limit how many).")
         return flat, device
 
+    def _current_params(self) -> list[torch.Tensor]:
+        if isinstance(self._params, torch.nn.Module):
+            lookup = dict([*self._params.named_parameters(), *self._params.named_buffers()])
+            missing = [n for n in self.param_names if n not in lookup]
+            if missing:
+                raise RuntimeError(f"{self.name}: the module no longer has {', '.join(missing)}; lower it again")
+            return [lookup[n].detach() for n in self.param_names]
+        return [p.detach() for p in self._params]
+
     # -- save / load ----------------------------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
         d = Path(directory)
@@ -138,7 +147,7 @@ class Lowered:
             "mutation_slots": [s if isinstance(s, int) else {"const": _encode(s[1])} for s in self._mutation_slots],
         }
         (d / "lowered.json").write_text(json.dumps(meta, indent=1))
-        tensors = {f"param:{n}": p.detach().to("cpu") for n, p in zip(self.param_names, self._params)}
+        tensors = {f"param:{n}": p.to("cpu") for n, p in zip(self.param_names, self._current_params())}
         tensors.update({f"const:{i}": c.to("cpu") for i, c in enumerate(self._constants)})
         torch.save(tensors, d / "tensors.pt")
         return d

@@ -1,0 +1,51 @@
+"""The xla-cpu back end: StableHLO compiled by jaxlib, run on host buffers through DLPack without copies."""
+
+import pytest
+import torch
+
+from torchneuron.compiler import driver, xla_cpu
+from torchneuron.compiler.cache import CompileCache
+
+MM = """module {
+  func.func @main(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<8x16xf32>) {
+    %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+    %1 = stablehlo.exponential %a : tensor<8x16xf32>
+    return %0, %1 : tensor<8x4xf32>, tensor<8x16xf32>
+  }
+}
+"""
+
+
+def test_runs_and_matches_torch():
+    exe = driver.compile(MM, cache=CompileCache())
+    a, b = torch.randn(8, 16), torch.randn(16, 4)
+    mm, ex = exe.run([a, b])
+    torch.testing.assert_close(mm, a @ b, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ex, a.exp())
+
+
+def test_inputs_are_aliased_not_copied():
+    exe = driver.compile(MM, cache=CompileCache())
+    a = torch.randn(8, 16)
+    buf = exe.buffer(a)
+    assert buf.unsafe_buffer_pointer() == a.data_ptr()
+    a.mul_(0)  # the XLA buffer sees the host memory itself
+    (mm, ex) = exe.run_buffers([buf, exe.buffer(torch.ones(16, 4))])
+    assert mm.abs().sum().item() == 0.0 and torch.all(ex == 1)
+
+
+def test_outputs_own_xla_memory_and_survive_the_executable():
+    exe = driver.compile(MM, cache=CompileCache())
+    outs = exe.run([torch.ones(8, 16), torch.ones(16, 4)])
+    del exe
+    assert outs[0].sum().item() == 8 * 4 * 16
+
+
+def test_rejected_module_is_a_compile_error():
+    bad = MM.replace("tensor<16x4xf32>) -> tensor<8x4xf32>", "tensor<16x4xf32>) -> tensor<8x5xf32>", 1)
+    with pytest.raises(driver.CompileError, match="XLA:CPU rejected"):
+        driver.compile(bad, cache=CompileCache())
+
+
+def test_version_names_jaxlib():
+    assert xla_cpu.version().startswith("jaxlib-")
