@@ -435,3 +435,23 @@ def test_operator_does_not_broadcast_partitions() -> None:
         bad = t + row  # BAD
         return fine, bad
     expect("err_num_partition_mismatch", k, A)
+
+
+def test_psum_tiles_with_unread_matmuls_are_freed() -> None:
+    @nki.jit
+    def k(a):
+        s = nl.ndarray((128, 128), nl.bfloat16, buffer=nl.sbuf)
+        m = nl.ndarray((128, 512), nl.bfloat16, buffer=nl.sbuf)
+        nisa.memset(dst=s, value=0.0)
+        nisa.memset(dst=m, value=0.0)
+        for _ in range(20):  # 20 banks' worth of PSUM over time, never more than one alive
+            acc = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=acc, stationary=s, moving=m)
+
+    import gc
+
+    gc.disable()  # liveness must come from reference counting alone (no reference cycles), not a GC pass
+    try:
+        nki.simulate(k)(A)
+    finally:
+        gc.enable()

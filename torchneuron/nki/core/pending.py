@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 
 @dataclass
 class PendingMatmul:
+    # the destination view as (offset, shape, strides, pdim): holding the view itself would make a
+    # storage -> group -> view -> storage cycle and keep dead PSUM tiles charged until a GC pass
     key: tuple[Any, ...]
-    dst: NkiTensor
     accumulate: bool | None          # the first instruction's mode; later ones always add
     stationary: list[np.ndarray] = field(default_factory=list)
     moving: list[np.ndarray] = field(default_factory=list)
@@ -41,7 +42,10 @@ def flush(storage: Any) -> None:
     storage.pending = None
     a = group.stationary[0] if len(group.stationary) == 1 else np.concatenate(group.stationary, axis=0)
     b = group.moving[0] if len(group.moving) == 1 else np.concatenate(group.moving, axis=0)
-    dst = group.dst
+    from .tensor import NkiTensor
+
+    offset, shape, strides, pdim = group.key
+    dst = NkiTensor(storage, shape, strides, offset, pdim)
     result = shape_result(dst, product(a, b))
     if group.accumulate is True:
         result = dtypes.to_compute(dst.read()) + result

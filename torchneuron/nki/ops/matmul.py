@@ -159,7 +159,7 @@ def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, accumula
         group = None
     if deferrable:
         if group is None:
-            group = dst.storage.pending = pending.PendingMatmul(pending.view_key(dst), dst, accumulate)
+            group = dst.storage.pending = pending.PendingMatmul(pending.view_key(dst), accumulate)
         # fp32 operands may still be views of SBUF: snapshot them, the kernel may overwrite the tiles
         group.stationary.append(a.copy() if np.may_share_memory(a, stationary.storage.data) else a)
         group.moving.append(b.copy() if np.may_share_memory(b, moving.storage.data) else b)
