@@ -372,9 +372,18 @@ def test_sbuf_space_is_reused_when_tiles_die() -> None:
     def k(a):
         for _ in range(200):
             t = nl.ndarray((128, 1024), nl.float32, buffer=nl.sbuf)  # rebinding frees the previous tile
+            nisa.memset(dst=t, value=0.0)
+            nisa.activation(dst=t, op=nl.exp, data=t)
         del t
         return None
-    nki.simulate(k)(A)
+
+    import gc
+
+    gc.disable()  # reference counting alone must free them
+    try:
+        nki.simulate(k)(A)
+    finally:
+        gc.enable()
 
 
 def test_psum_capacity() -> None:
