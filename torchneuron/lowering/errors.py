@@ -18,15 +18,21 @@ class DynamicShapeError(LoweringError):
 
 
 _LEGALIZE = re.compile(r"failed to legalize operation '([\w.]+)'")
+_OPERATOR = re.compile(r'torch\.operator"\([^)]*\) <\{name = "([\w.]+)"')
 _ERROR_LINE = re.compile(r"error: (.*)")
 
 
 def summarize_mlir_error(text: str) -> tuple[str | None, str]:
     """(the torch-mlir op that failed, first error line) from a torch-mlir diagnostic dump."""
     op = None
-    m = _LEGALIZE.search(text)
-    if m:
-        op = m.group(1)
+    names = _LEGALIZE.findall(text) + _OPERATOR.findall(text)
+    # prefer a real ATen op over the generic "torch.operator" or the constants feeding the op
+    ranked = ([n for n in names if n.startswith("torch.aten.")]
+              + [n for n in names if not n.startswith(("torch.constant", "torch.operator"))])
+    if ranked:
+        op = ranked[0]
+    elif names:
+        op = names[0]
     line = _ERROR_LINE.search(text)
     first = line.group(1).strip() if line else "unknown error"
     return op, first

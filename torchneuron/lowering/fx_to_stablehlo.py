@@ -119,6 +119,25 @@ def _isolated(gm: fx.GraphModule, func_name: str) -> str:
     raise StableHLOLoweringError(f"torch-mlir crashed ({how}) lowering {mlir_op or 'the graph'}: {first}", mlir_op)
 
 
+class _NativeStderr:
+    """Capture what native code writes to file descriptor 2 (restored on exit; ``.text`` afterwards)."""
+
+    def __enter__(self):
+        self.text = ""
+        self._file = tempfile.TemporaryFile()
+        self._saved = os.dup(2)
+        os.dup2(self._file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc):
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        self.text = self._file.read().decode(errors="replace")
+        self._file.close()
+        return False
+
+
 def _to_stablehlo(gm: fx.GraphModule, func_name: str) -> str:
     from torch_mlir import ir
     from torch_mlir.compiler_utils import OutputType, TorchMlirCompilerError, lower_mlir_module, \
@@ -132,14 +151,15 @@ def _to_stablehlo(gm: fx.GraphModule, func_name: str) -> str:
     try:
         importer.import_stateless_graph(gm.graph, func_name=func_name)
         module = importer.module
-        run_pipeline_with_repro_report(
-            module,
-            "builtin.module(func.func(torch-match-quantized-custom-ops), "
-            "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})",
-            "Lowering TorchFX IR -> Torch Backend IR")
-        lower_mlir_module(False, OutputType.STABLEHLO, module)
+        with _NativeStderr() as diagnostics:  # MLIR prints its diagnostics to fd 2, not into the exception
+            run_pipeline_with_repro_report(
+                module,
+                "builtin.module(func.func(torch-match-quantized-custom-ops), "
+                "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})",
+                "Lowering TorchFX IR -> Torch Backend IR")
+            lower_mlir_module(False, OutputType.STABLEHLO, module)
     except TorchMlirCompilerError as e:
-        mlir_op, first = summarize_mlir_error(str(e))
+        mlir_op, first = summarize_mlir_error(str(e) + "\n" + diagnostics.text)
         raise StableHLOLoweringError(f"torch-mlir cannot lower {mlir_op or 'the graph'} to StableHLO: {first}",
                                      mlir_op) from None
     except (NotImplementedError, KeyError, AssertionError, TypeError, ValueError) as e:

@@ -136,6 +136,9 @@ def trace(fn_or_module: Any, args: tuple, kwargs: dict | None = None) -> TracedG
         except StableHLOLoweringError as e:
             more = on_demand(e.mlir_op) if e.mlir_op else {}
             more = {k: v for k, v in more.items() if k not in table}
+            if not more:  # the failing op is not named (or has no decomposition): decompose what the graph has
+                more = {k: v for op in _graph_ops(gm) for k, v in on_demand(f"torch.aten.{op._overloadpacket.__name__}").items()
+                        if k not in table}
             if not more:
                 raise
             table.update(more)
@@ -145,6 +148,11 @@ def trace(fn_or_module: Any, args: tuple, kwargs: dict | None = None) -> TracedG
         return TracedGraph(gm, inputs, [n for n, _ in named], in_spec, tensor_slots, static, constants,
                            mutated, layout, text, extra)
     raise LoweringError(f"lowering did not converge after decomposing {', '.join(extra)}")
+
+
+def _graph_ops(gm: fx.GraphModule) -> list[torch._ops.OpOverload]:
+    return [n.target for n in gm.graph.nodes
+            if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)]
 
 
 class _null:
