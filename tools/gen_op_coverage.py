@@ -436,6 +436,8 @@ def main() -> None:
     p.add_argument("--doc-only", action="store_true")
     p.add_argument("--json", default="", help="also dump raw results here")
     p.add_argument("--from-json", default="", help="rebuild table and doc from a --json dump (no sweep)")
+    p.add_argument("--merge-json", default="", help="re-run --ops, replace their entries in this --json dump, "
+                                                    "save it, and rebuild table and doc from all of it")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--results", default="", help=argparse.SUPPRESS)
     a = p.parse_args()
@@ -451,6 +453,13 @@ def main() -> None:
     if a.from_json:
         results = json.loads(Path(a.from_json).read_text())
         previous = _previous_meta()
+    elif a.merge_json:
+        fresh = {r["op"]: r for r in sweep(names, dtypes, a.max_samples, a.timeout, a.chunk)}
+        old = json.loads(Path(a.merge_json).read_text())
+        results = [fresh.pop(r["op"], r) for r in old] + list(fresh.values())
+        Path(a.merge_json).write_text(json.dumps(results, indent=1))
+        previous = _previous_meta()
+        a.write = True
     else:
         results = sweep(names, dtypes, a.max_samples, a.timeout, a.chunk)
         previous = None
