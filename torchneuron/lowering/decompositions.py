@@ -99,6 +99,14 @@ def _view_any_strides(x, size):
     return aten._unsafe_view.default(aten.clone.default(x, memory_format=torch.contiguous_format), size)
 
 
+def _remainder(a, b):
+    """Python-style remainder (sign of the divisor) from C-style ``fmod``; torch-mlir's own lowering of
+    ``remainder`` takes the sign of the dividend for negative operands."""
+    r = aten.fmod.Tensor(a, b) if isinstance(b, torch.Tensor) else aten.fmod.Scalar(a, b)
+    fix = torch.logical_and(r != 0, torch.logical_xor(r < 0, b < 0))
+    return torch.where(fix, r + b, r)
+
+
 def _stable_sort(x, *, stable=None, dim=-1, descending=False):
     return aten.sort.default(x, dim, descending)
 
@@ -116,6 +124,8 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     for op, fn in get_decompositions(_added()).items():
         table.setdefault(op, fn)
     table.setdefault(aten.sort.stable, _stable_sort)
+    table[aten.remainder.Tensor] = _remainder
+    table[aten.remainder.Scalar] = _remainder
     table.update(attention.table())  # replaces PyTorch's (its logsumexp output is wrong)
     table.setdefault(aten.view.default, _view_any_strides)
     for name in _DIM_OPS:
