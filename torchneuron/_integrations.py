@@ -15,6 +15,11 @@ def _available(module: str) -> bool:
 
 
 def install() -> None:
+    # `import nki` / `import neuronxcc.nki` -> torchneuron.nki when asked and those packages are absent.
+    if _env.flag(_env.NKI_ALIASES):
+        from torchneuron.nki import aliases
+
+        aliases.install_from_env()
     # Lowering coverage policy: warns once per executed op that has no StableHLO lowering, or refuses it.
     if _available("torchneuron.lowering.coverage"):
         from torchneuron.lowering import coverage

@@ -18,8 +18,13 @@ SimRuntime::SimRuntime(const TargetInfo& target, int devices, int64_t hbm_bytes_
       hbm_bytes_(hbm_bytes_per_device),
       in_use_(devices, 0),
       queues_(devices) {
-  for (auto& qs : queues_) {
-    qs.resize(kStreamsPerDevice);
+  // Created up front (a queue starts no thread until async work arrives), so queue() needs no lock on the
+  // per-op path.
+  for (int d = 0; d < devices; ++d) {
+    for (int s = 0; s < kStreamsPerDevice; ++s) {
+      queues_[d].push_back(
+          std::make_shared<Queue>("neuron:" + std::to_string(d) + "/stream" + std::to_string(s)));
+    }
   }
 }
 
@@ -87,12 +92,7 @@ int SimRuntime::deviceOf(const void* ptr) const {
 std::shared_ptr<Queue> SimRuntime::queue(int device, int stream_index) {
   checkDevice(device);
   TORCH_CHECK(stream_index >= 0 && stream_index < kStreamsPerDevice, "neuron: invalid stream index ", stream_index);
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = queues_[device][stream_index];
-  if (!slot) {
-    slot = std::make_shared<Queue>("neuron:" + std::to_string(device) + "/stream" + std::to_string(stream_index));
-  }
-  return slot;
+  return queues_[device][stream_index];
 }
 
 void SimRuntime::copy(void* dst, const void* src, size_t n, Queue& q, bool async, std::function<void()> on_done) {
@@ -129,13 +129,8 @@ void SimRuntime::memset(void* dst, int value, size_t n, Queue& q) {
 
 void SimRuntime::synchronize(int device) {
   checkDevice(device);
-  std::vector<std::shared_ptr<Queue>> qs;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    qs = queues_[device];
-  }
-  for (auto& q : qs) {
-    if (q) q->drain();
+  for (auto& q : queues_[device]) {
+    q->drain();
   }
 }
 

@@ -100,3 +100,9 @@ def test_autoload_keeps_heavy_dependencies_lazy():
     out = _run("import sys, torch; torch.ones(1, device='neuron');"
                "print(sorted(m for m in ('jax', 'jaxlib', 'torch_mlir') if m in sys.modules))")
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_nki_alias_env_var_works_through_autoload():
+    out = _run("import torch, nki, nki.language as nl; print(nki.__name__, nl.__name__)", TORCHNEURON_NKI_ALIASES="1")
+    assert out.returncode == 0, out.stderr
+    assert "torchneuron.nki" in out.stdout

@@ -16,8 +16,20 @@ std::atomic<OpPolicyFn> g_policy{nullptr};
 std::atomic<EagerExecutorFn> g_executor{nullptr};
 } // namespace
 
+OpEntry& lookupOrCreate(const c10::OperatorHandle& op, const void* key);
+
 OpEntry& opEntry(const c10::OperatorHandle& op) {
   const void* key = &op.schema();
+  // Entries are never removed, so a per-thread cache of them needs no lock on the per-op path.
+  thread_local ska::flat_hash_map<const void*, OpEntry*> cache;
+  auto hit = cache.find(key);
+  if (C10_LIKELY(hit != cache.end())) return *hit->second;
+  OpEntry& entry = lookupOrCreate(op, key);
+  cache.emplace(key, &entry);
+  return entry;
+}
+
+OpEntry& lookupOrCreate(const c10::OperatorHandle& op, const void* key) {
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_entries.find(key);
   if (C10_LIKELY(it != g_entries.end())) return *it->second;
