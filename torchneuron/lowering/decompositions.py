@@ -107,6 +107,68 @@ def _remainder(a, b):
     return torch.where(fix, r + b, r)
 
 
+def _uninitialized(size, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    """``empty``: any values are valid, and a functional IR has no uninitialized memory; torch-mlir's
+    ``tensor.empty`` cannot be exported to XLA, so a broadcast zero stands in."""
+    zero = aten.scalar_tensor.default(0, dtype=dtype if dtype is not None else torch.get_default_dtype(), device=device)
+    return aten.clone.default(aten.expand.default(zero, list(size)))
+
+
+def _uninitialized_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None, **_):
+    return _uninitialized(size, dtype=dtype, device=device)
+
+
+def _prims_uninitialized_strided(shape, strides, *, dtype, device, requires_grad=False):
+    return _uninitialized(shape, dtype=dtype, device=device)
+
+
+def _copy_of_view(view_op: torch._ops.OpOverload) -> Callable:
+    """``X_copy`` (the out-of-place form of a view op) as the view followed by a clone, which lowers;
+    PyTorch decomposes these to ``prims.clone``, which torch-mlir does not know."""
+    def decomp(*args, **kwargs):
+        out = view_op(*args, **kwargs)
+        if isinstance(out, torch.Tensor):
+            return aten.clone.default(out)
+        return [aten.clone.default(o) for o in out]
+    return decomp
+
+
+def _copy_ops() -> dict:
+    table = {}
+    for name in dir(aten):
+        if not name.endswith("_copy") or name.startswith("_"):
+            continue
+        base = getattr(aten, name.removesuffix("_copy"), None)
+        packet = getattr(aten, name, None)
+        if base is None or packet is None:
+            continue
+        for ov in packet.overloads():
+            if ov == "out" or ov.endswith("_out") or not hasattr(base, ov):
+                continue
+            table[getattr(packet, ov)] = _copy_of_view(getattr(base, ov))
+    return table
+
+
+def _batch_norm_with_update(input, weight, bias, running_mean, running_var, momentum, eps):
+    out, mean, rstd = aten.native_batch_norm.default(input, weight, bias, running_mean, running_var, True, momentum, eps)
+    return out, mean, rstd, _uninitialized([0], dtype=torch.int32)
+
+
+def _batch_norm_no_update(input, weight, bias, running_mean, running_var, momentum, eps):
+    out, mean, rstd = aten.native_batch_norm.default(input, weight, bias, running_mean, running_var, False, momentum, eps)
+    return out, mean, rstd, _uninitialized([0], dtype=torch.int32)
+
+
+def _batch_norm_with_update_functional(input, weight, bias, running_mean, running_var, momentum, eps):
+    """What functionalization turns ``_batch_norm_with_update`` (training BatchNorm) into; the running
+    statistics come back as outputs and are written into the module's buffers by the caller."""
+    out, mean, rstd, new_mean, new_var = aten._native_batch_norm_legit_functional.default(
+        input, weight, bias, running_mean, running_var, True, momentum, eps)
+    # the (empty) reserve buffer: int32 because torch-mlir cannot materialise unsigned constants; eager casts
+    # it back to the schema's uint8 on the host
+    return out, mean, rstd, _uninitialized([0], dtype=torch.int32), new_mean, new_var
+
+
 def _stable_sort(x, *, stable=None, dim=-1, descending=False):
     return aten.sort.default(x, dim, descending)
 
@@ -126,6 +188,13 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     table.setdefault(aten.sort.stable, _stable_sort)
     table[aten.remainder.Tensor] = _remainder
     table[aten.remainder.Scalar] = _remainder
+    table[aten.empty.memory_format] = _uninitialized
+    table[aten.empty_strided.default] = _uninitialized_strided
+    table[torch.ops.prims.empty_strided.default] = _prims_uninitialized_strided
+    table.update(_copy_ops())
+    table[aten._batch_norm_with_update.default] = _batch_norm_with_update
+    table[aten._batch_norm_no_update.default] = _batch_norm_no_update
+    table[aten._batch_norm_with_update_functional.default] = _batch_norm_with_update_functional
     table.update(attention.table())  # replaces PyTorch's (its logsumexp output is wrong)
     table.setdefault(aten.view.default, _view_any_strides)
     for name in _DIM_OPS:
