@@ -17,7 +17,8 @@ namespace {
 RuntimeConfig g_config;
 std::once_flag g_fork_handler_once;
 std::mutex g_mutex;
-std::unique_ptr<Runtime> g_runtime;
+// Leaked on purpose: queue worker threads and tensors freed during interpreter teardown may still use it.
+Runtime* g_runtime = nullptr;
 std::atomic<bool> g_initialized{false};
 std::atomic<bool> g_bad_fork{false};
 
@@ -74,7 +75,7 @@ Runtime& runtime() {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!g_runtime) {
     std::call_once(g_fork_handler_once, [] { pthread_atfork(nullptr, nullptr, &markChildAfterFork); });
-    g_runtime = createRuntime(g_config);
+    g_runtime = createRuntime(g_config).release();
     g_initialized.store(true, std::memory_order_release);
   }
   return *g_runtime;
