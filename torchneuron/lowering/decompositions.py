@@ -50,8 +50,25 @@ def on_demand(mlir_op: str) -> dict[torch._ops.OperatorBase, Callable]:
     packet = getattr(aten, name, None)
     if packet is None:
         return {}
+    keep = _lowered_natively()
     return {getattr(packet, ov): decomposition_table[getattr(packet, ov)]
-            for ov in packet.overloads() if getattr(packet, ov) in decomposition_table}
+            for ov in packet.overloads()
+            if getattr(packet, ov) in decomposition_table and getattr(packet, ov) not in keep}
+
+
+@functools.cache
+def _lowered_natively() -> frozenset:
+    """ATen ops torch-mlir lowers itself and that the ``prims`` mappings below produce: never decomposed on
+    demand (their PyTorch decompositions bottom out in the very prims that map back to them)."""
+    ops = {aten.clone.default, aten.expand.default, aten.reshape.default, aten.view.default, aten._to_copy.default,
+           aten.where.self, aten.sqrt.default, aten.fmax.default, aten.fmin.default, aten.permute.default,
+           aten.squeeze.dims, aten.unsqueeze.default, aten.slice.Tensor, aten.cat.default, aten.sum.dim_IntList}
+    for name in _BINARY + _UNARY:
+        packet = getattr(aten, name)
+        ops.add(getattr(packet, "Tensor", None) or packet.default)
+        if hasattr(packet, "default"):
+            ops.add(packet.default)
+    return frozenset(ops)
 
 
 # Reductions and scans with a ``dim`` argument. On a 0-d input torch-mlir either rejects them or crashes;
@@ -169,6 +186,41 @@ def _batch_norm_with_update_functional(input, weight, bias, running_mean, runnin
     return out, mean, rstd, _uninitialized([0], dtype=torch.int32), new_mean, new_var
 
 
+_BINARY = ("add", "sub", "mul", "div", "ne", "eq", "lt", "le", "gt", "ge", "maximum", "minimum",
+           "bitwise_and", "bitwise_or", "bitwise_xor")
+_UNARY = ("abs", "neg", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "floor", "ceil", "sign",
+          "bitwise_not", "log1p", "expm1", "erf")
+
+
+def _broadcast_in_dim(a, shape, broadcast_dimensions):
+    sizes = [1] * len(shape)
+    for i, d in enumerate(broadcast_dimensions):
+        sizes[d] = a.shape[i]
+    return aten.expand.default(aten.reshape.default(a, sizes), list(shape))
+
+
+def _prims_table() -> list[tuple]:
+    """PyTorch's reference decompositions (used on demand) bottom out in ``prims`` ops, which torch-mlir
+    does not import; these map the common ones back to ATen ops it lowers. (prim, ATen op it maps to, fn)."""
+    prims = torch.ops.prims
+    rows: list[tuple] = [
+        (prims.broadcast_in_dim.default, aten.expand.default, _broadcast_in_dim),
+        (prims.clone.default, aten.clone.default, lambda a, *, memory_format=None: aten.clone.default(a)),
+        (prims.hypot.default, aten.sqrt.default,
+         lambda a, b: aten.sqrt.default(aten.add.Tensor(aten.mul.Tensor(a, a), aten.mul.Tensor(b, b)))),
+        (prims.fmax.default, aten.fmax.default, lambda a, b: aten.fmax.default(a, b)),
+        (prims.fmin.default, aten.fmin.default, lambda a, b: aten.fmin.default(a, b)),
+        (prims.where.default, aten.where.self, lambda pred, a, b: aten.where.self(pred, a, b)),
+    ]
+    for name in _BINARY:
+        ov = getattr(getattr(aten, name), "Tensor", None) or getattr(aten, name).default
+        rows.append((getattr(prims, name).default, ov, (lambda ov: lambda a, b: ov(a, b))(ov)))
+    for name in _UNARY:
+        ov = getattr(aten, name).default
+        rows.append((getattr(prims, name).default, ov, (lambda ov: lambda a: ov(a))(ov)))
+    return rows
+
+
 def _stable_sort(x, *, stable=None, dim=-1, descending=False):
     return aten.sort.default(x, dim, descending)
 
@@ -196,6 +248,9 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     table[aten._batch_norm_no_update.default] = _batch_norm_no_update
     table[aten._batch_norm_with_update_functional.default] = _batch_norm_with_update_functional
     table.update(attention.table())  # replaces PyTorch's (its logsumexp output is wrong)
+    for prim, target, fn in _prims_table():
+        if target not in table and prim not in table:  # a target that decomposes into the prim would loop
+            table[prim] = fn
     table.setdefault(aten.view.default, _view_any_strides)
     for name in _DIM_OPS:
         packet = getattr(aten, name, None)

@@ -46,6 +46,16 @@ def check_static_shapes(gm: fx.GraphModule) -> None:
     _dump("check_static_shapes", gm)
 
 
+def rewrite_as_strided(gm: fx.GraphModule) -> None:
+    """torch-mlir's own rewrite of ``as_strided`` into gathers with constant indices, run here (before
+    ``lift_tensor_constants``) rather than inside the importer, so its index tensors become arguments too."""
+    from torch_mlir.extras.fx_as_strided import rewrite_as_strided as rewrite
+
+    if rewrite(gm.graph):
+        gm.recompile()
+    _dump("rewrite_as_strided", gm)
+
+
 def lift_tensor_constants(gm: fx.GraphModule) -> list[torch.Tensor]:
     """Turn every multi-element tensor constant (``get_attr``) into a trailing graph input.
 
@@ -70,7 +80,14 @@ def lift_tensor_constants(gm: fx.GraphModule) -> list[torch.Tensor]:
             ctx = gm.graph.inserting_after(anchor)
         with ctx:
             ph = gm.graph.placeholder(f"const_{len(lifted)}")
-        ph.meta["val"] = node.meta.get("val", value)
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        if isinstance(node.meta.get("val"), FakeTensor):
+            ph.meta["val"] = node.meta["val"]
+        else:  # a constant added after tracing (rewrite_as_strided): describe it for the importer
+            from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+            ph.meta["tensor_meta"] = _extract_tensor_metadata(value)
         node.replace_all_uses_with(ph)
         gm.graph.erase_node(node)
         anchor = ph

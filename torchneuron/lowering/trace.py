@@ -129,6 +129,7 @@ def trace(fn_or_module: Any, args: tuple, kwargs: dict | None = None) -> TracedG
             gm = _make_fx(flat_fn, fakes, table)
         passes.check_static_shapes(gm)
         mutated = _convert_input_mutations(gm)
+        passes.rewrite_as_strided(gm)
         constants = passes.lift_tensor_constants(gm)
         layout = _layout_without_mutations(gm)
         try:
