@@ -96,7 +96,9 @@ def _worker(args: argparse.Namespace) -> int:
     ops, dtypes, kinds = _selection(args)
     with open(args.worker, "a") as out:
         for i in range(args.start, len(ops)):
-            out.write(json.dumps({"begin": i, "op": harness.op_key(ops[i])}) + "\n")
+            supported = ops[i].supported_dtypes("cpu")
+            out.write(json.dumps({"begin": i, "op": harness.op_key(ops[i]),
+                                  "dtypes": [str(d).replace("torch.", "") for d in dtypes if d in supported]}) + "\n")
             out.flush()
             for record in check_op(ops[i], dtypes, kinds, args.max_samples):
                 out.write(json.dumps(record) + "\n")
@@ -131,11 +133,13 @@ def _run_isolated(args: argparse.Namespace, argv: list[str], n_ops: int, dtypes,
                 raise SystemExit(f"conformance worker failed before running an op:\n{proc.stderr[-2000:]}")
             # The op that was running killed the worker: it fails every (dtype, kind) it would have run.
             tail = " ".join(proc.stderr.strip().splitlines()[-3:])[-300:]
-            for dtype in dtypes:
+            for dtype_name in begun["dtypes"]:
+                dtype = _dtype(dtype_name)
                 for kind in kinds:
-                    records.append({"op": begun["op"], "dtype": str(dtype).replace("torch.", ""), "kind": kind,
+                    records.append({"op": begun["op"], "dtype": dtype_name, "kind": kind,
                                     "pass": 0, "fail": 1, "skip": 0, "crashed": True,
-                                    "xfail": known_failures.xfail_reason(begun["op"], kind, dtype),
+                                    "xfail": known_failures.crash_reason(begun["op"])
+                                    or known_failures.xfail_reason(begun["op"], kind, dtype),
                                     "failures": [[-1, f"crashed the process (exit {proc.returncode}): {tail}"]]})
             print(f"  {begun['op']} crashed the worker (exit {proc.returncode}); continuing", file=sys.stderr)
             start = begun["begin"] + 1

@@ -34,6 +34,9 @@ class TestNeuronOpInfo(TestCase):
         skip = known_failures.skip_reason(key, kind, dtype)
         if skip is not None:
             pytest.skip(skip)
+        crash = known_failures.crash_reason(key)
+        if crash is not None:
+            pytest.skip(f"crashes the process (counted as failed by report.py): {crash}")
         outcomes = harness.run(op, dtype, kind)
         failures = [o for o in outcomes if o.status == "fail"]
         ran = [o for o in outcomes if o.status != "skip"]

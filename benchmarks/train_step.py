@@ -1,0 +1,118 @@
+"""Eager training-step time on neuron vs CPU, measured in one run (JSON).
+
+- train_step: one optimizer step (zero_grad, forward, loss, backward, clip for GPT, step) of the MLP and the
+  GPT-style decoder of tests/training/models.py, neuron time / CPU time (lower is better; target <= 1.3)
+- small_ops: per-call latency neuron/cpu of small ops (16x16 add/mul/matmul, a 64-element sum; target <= 1.5)
+- ops_per_step: how many ATen ops one neuron training step runs through the host fallback, so the ratio can
+  be read as (fixed per-op overhead x ops) + kernel time
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+import warnings  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import torchneuron  # noqa: E402
+from _common import emit, parser, per_call_seconds, sync_for  # noqa: E402
+from tests.training.models import GPT, MLP  # noqa: E402
+
+TARGETS = {"train_step_ratio_max": 1.3, "small_op_ratio_max": 1.5}
+
+CONFIGS = {
+    "mlp": {"model": lambda: MLP(d_in=256, hidden=1024, classes=10), "batch": 64},
+    "gpt": {"model": lambda: GPT(vocab=256, d=128, heads=4, layers=2, ctx=64), "batch": 8},
+}
+
+
+def make_step(kind: str, device: str):
+    torch.manual_seed(0)
+    cfg = CONFIGS[kind]
+    model = cfg["model"]().to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(0)
+    if kind == "mlp":
+        x = torch.randn(cfg["batch"], 256, generator=g).to(device)
+        y = torch.randint(0, 10, (cfg["batch"],), generator=g).to(device)
+    else:
+        tokens = torch.randint(0, 256, (cfg["batch"], 65), generator=g).to(device)
+        x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        if kind == "mlp":
+            loss = F.cross_entropy(model(x), y)
+        else:
+            _, loss = model(x, y)
+        loss.backward()
+        if kind == "gpt":
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+    return step
+
+
+def train_step_seconds(kind: str, device: str, steps: int) -> float:
+    step = make_step(kind, device)
+    return per_call_seconds(step, sync_for(device), inner=steps, repeats=5)
+
+
+def ops_per_step(kind: str) -> int:
+    step = make_step(kind, "neuron")
+    step()
+    torch.neuron.synchronize()
+    torchneuron.reset_executed_ops()
+    step()
+    torch.neuron.synchronize()
+    return sum(torchneuron.executed_ops().values())
+
+
+def small_ops(device: str) -> dict[str, float]:
+    a, b = torch.randn(16, 16, device=device), torch.randn(16, 16, device=device)
+    v = torch.randn(64, device=device)
+    ops = {"add": lambda: torch.add(a, b), "mul": lambda: torch.mul(a, b), "sum": lambda: v.sum(),
+           "matmul_16x16": lambda: a @ b}
+    return {name: per_call_seconds(fn, sync_for(device), inner=2000) for name, fn in ops.items()}
+
+
+def main() -> None:
+    p = parser(__doc__)
+    p.add_argument("--steps", type=int, default=10, help="training steps per timing sample")
+    args = p.parse_args()
+    warnings.simplefilter("ignore")
+
+    result: dict = {"targets": TARGETS, "train_step": {}, "small_ops": {}}
+    for kind in CONFIGS:
+        cpu = train_step_seconds(kind, "cpu", args.steps)
+        neuron = train_step_seconds(kind, "neuron", args.steps)
+        result["train_step"][kind] = {
+            "cpu_ms": round(cpu * 1e3, 3), "neuron_ms": round(neuron * 1e3, 3), "ratio": round(neuron / cpu, 3),
+            "ops_per_step": ops_per_step(kind),
+            "overhead_us_per_op": round((neuron - cpu) / max(1, ops_per_step(kind)) * 1e6, 2),
+        }
+    small = {"cpu": small_ops("cpu"), "neuron": small_ops("neuron")}
+    for name in small["cpu"]:
+        result["small_ops"][name] = {
+            "cpu_us": round(small["cpu"][name] * 1e6, 3), "neuron_us": round(small["neuron"][name] * 1e6, 3),
+            "ratio": round(small["neuron"][name] / small["cpu"][name], 3),
+        }
+    ratios = [v["ratio"] for v in result["small_ops"].values()]
+    result["small_op_ratio_median"] = round(statistics.median(ratios), 3)
+    result["meets_targets"] = {
+        "train_step": all(v["ratio"] <= TARGETS["train_step_ratio_max"] for v in result["train_step"].values()),
+        "small_ops": result["small_op_ratio_median"] <= TARGETS["small_op_ratio_max"],
+    }
+    emit(result, args.out)
+
+
+if __name__ == "__main__":
+    main()
