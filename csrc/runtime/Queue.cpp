@@ -31,7 +31,18 @@ void Queue::ensureWorker() {
   }
 }
 
+void Queue::reapFinished() {
+  std::vector<std::function<void()>> done;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (finished_.empty()) return;
+    done.swap(finished_);
+  }
+  // `done` is destroyed here, outside the lock, on the caller's thread.
+}
+
 uint64_t Queue::submit(std::function<void()> work, bool async) {
+  reapFinished();
   if (!async || launchBlocking()) {
     drain();
     work();  // inline: the queue is drained, so running now keeps submission order
@@ -73,6 +84,7 @@ void Queue::drain() {
   if (!idle()) {
     waitUntil(submitted_.load());
   }
+  reapFinished();
   if (error_) {
     rethrowPendingError();
   }
@@ -108,6 +120,7 @@ void Queue::workerLoop() {
       }
     }
     lock.lock();
+    finished_.push_back(std::move(work));
     completed_.store(seq, std::memory_order_release);
     done_cv_.notify_all();
   }

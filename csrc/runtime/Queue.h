@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace torchneuron {
 
@@ -44,6 +45,9 @@ class Queue {
   void workerLoop();
   void ensureWorker();
   void rethrowPendingError();
+  // Destroys the closures of completed async work on the calling (user) thread: what they keep alive may be
+  // tensors whose release needs the Python GIL, which the worker thread must never wait for.
+  void reapFinished();
 
   const std::string name_;
   std::atomic<uint64_t> submitted_{0};
@@ -52,6 +56,7 @@ class Queue {
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
   std::deque<std::pair<uint64_t, std::function<void()>>> tasks_;
+  std::vector<std::function<void()>> finished_;
   std::thread worker_;
   bool stop_ = false;
   std::exception_ptr error_;

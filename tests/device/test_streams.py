@@ -85,3 +85,21 @@ def test_synchronize_all_devices():
     for i in range(torch.neuron.device_count()):
         torch.neuron.synchronize(i)
     torch.accelerator.synchronize()
+
+
+def test_interpreter_exits_cleanly_with_async_work_in_flight():
+    # The source tensor is dropped while its copy is queued: the worker must release it without the GIL.
+    import subprocess
+    import sys
+
+    code = (
+        "import torch, torchneuron\n"
+        "s = torch.neuron.Stream()\n"
+        "with torch.neuron.stream(s):\n"
+        "    for _ in range(20):\n"
+        "        d = torch.ones(1 << 18).pin_memory().to('neuron', non_blocking=True)\n"
+        "x = d * 2\n"
+    )
+    for _ in range(5):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
