@@ -291,20 +291,19 @@ c10::CachingDeviceAllocator::DeviceStats DeviceCache::stats() {
   return stats_;
 }
 
+namespace {
+template <typename Fn>
+void forEachStatArray(c10::CachingDeviceAllocator::DeviceStats& stats, Fn fn) {
+  for (auto* a : {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split, &stats.allocated_bytes,
+                  &stats.reserved_bytes, &stats.active_bytes, &stats.inactive_split_bytes, &stats.requested_bytes}) {
+    for (auto& stat : *a) fn(stat);
+  }
+}
+} // namespace
+
 void DeviceCache::resetAccumulatedStats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto reset = [](c10::CachingAllocator::StatArray& a) {
-    for (auto& s : a) s.reset_accumulated();
-  };
-  reset(stats_.allocation);
-  reset(stats_.segment);
-  reset(stats_.active);
-  reset(stats_.inactive_split);
-  reset(stats_.allocated_bytes);
-  reset(stats_.reserved_bytes);
-  reset(stats_.active_bytes);
-  reset(stats_.inactive_split_bytes);
-  reset(stats_.requested_bytes);
+  forEachStatArray(stats_, [](c10::CachingAllocator::Stat& s) { s.reset_accumulated(); });
   stats_.num_alloc_retries = 0;
   stats_.num_ooms = 0;
   stats_.num_sync_all_streams = 0;
@@ -314,18 +313,7 @@ void DeviceCache::resetAccumulatedStats() {
 
 void DeviceCache::resetPeakStats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto reset = [](c10::CachingAllocator::StatArray& a) {
-    for (auto& s : a) s.reset_peak();
-  };
-  reset(stats_.allocation);
-  reset(stats_.segment);
-  reset(stats_.active);
-  reset(stats_.inactive_split);
-  reset(stats_.allocated_bytes);
-  reset(stats_.reserved_bytes);
-  reset(stats_.active_bytes);
-  reset(stats_.inactive_split_bytes);
-  reset(stats_.requested_bytes);
+  forEachStatArray(stats_, [](c10::CachingAllocator::Stat& s) { s.reset_peak(); });
 }
 
 } // namespace torchneuron

@@ -119,3 +119,13 @@ def test_summary_is_printable():
     x = torch.empty(10, device="neuron")  # noqa: F841
     text = torch.neuron.memory_summary()
     assert "Allocated memory" in text and "neuron:0" in text
+
+
+def test_reset_accumulated_stats():
+    x = torch.empty(MiB, dtype=torch.uint8, device="neuron")
+    del x
+    assert torch.neuron.memory_stats()["allocation.all.allocated"] > 0
+    torch.neuron.reset_accumulated_memory_stats()
+    stats = torch.neuron.memory_stats()
+    assert stats["allocation.all.allocated"] == 0 and stats["allocation.all.freed"] == 0
+    assert stats["num_device_alloc"] == 0
