@@ -106,3 +106,24 @@ def test_nki_alias_env_var_works_through_autoload():
     out = _run("import torch, nki, nki.language as nl; print(nki.__name__, nl.__name__)", TORCHNEURON_NKI_ALIASES="1")
     assert out.returncode == 0, out.stderr
     assert "torchneuron.nki" in out.stdout
+
+
+def test_runtime_nrt_probe_finds_a_libnrt_with_the_documented_symbols(tmp_path):
+    # A contract fake of libnrt: the three entry points the probe requires, nothing else.
+    import shutil
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build the libnrt contract fake")
+    src = tmp_path / "fake_nrt.c"
+    src.write_text("int nrt_init(int a, const char* b, const char* c) { return 0; }\n"
+                   "int nrt_tensor_allocate(int p, int v, unsigned long s, const char* n, void** t) { return 4; }\n"
+                   "int nrt_get_visible_vnc_count(unsigned* n) { *n = 4; return 0; }\n")
+    lib = tmp_path / "libnrt.so.1"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    out = _run("import torch, torchneuron; torch.ones(1, device='neuron')", TORCHNEURON_RUNTIME="nrt",
+               LD_LIBRARY_PATH=str(tmp_path))
+    assert out.returncode != 0
+    assert "libnrt was found at libnrt.so.1" in out.stderr and "TORCHNEURON_RUNTIME=sim" in out.stderr
+    info = _run("import torchneuron, sys; print(torchneuron._C._probe_libnrt())", LD_LIBRARY_PATH=str(tmp_path))
+    assert "(True, 'libnrt.so.1'" in info.stdout, info.stderr
