@@ -80,6 +80,14 @@ c10::DeviceIndex GuardImpl::deviceCount() const noexcept {
   return static_cast<c10::DeviceIndex>(deviceCountNoThrow());
 }
 
+c10::DeviceCapability GuardImpl::getDeviceCapability(c10::Device) const {
+  c10::DeviceCapability cap;  // every dtype can be stored (float64 is computed in float32, see docs/eager.md)
+  auto& types = cap.capability_data.supported_scalar_types;
+  // Quantized tensors have no neuron kernels.
+  types.has_QInt8 = types.has_QUInt8 = types.has_QInt32 = types.has_QUInt4x2 = types.has_QUInt2x4 = 0;
+  return cap;
+}
+
 bool GuardImpl::queryStream(const c10::Stream& stream) const { return queueOf(stream)->idle(); }
 
 void GuardImpl::synchronizeStream(const c10::Stream& stream) const { queueOf(stream)->drain(); }

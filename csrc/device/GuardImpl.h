@@ -31,6 +31,8 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   // PyTorch calls this while probing for devices: must report 0 rather than throw.
   c10::DeviceIndex deviceCount() const noexcept override;
+  // torch.accelerator.get_device_capability(): the dtypes tensors on neuron may hold.
+  c10::DeviceCapability getDeviceCapability(c10::Device d) const override;
   bool queryStream(const c10::Stream& stream) const override;
   void synchronizeStream(const c10::Stream& stream) const override;
   void synchronizeDevice(const c10::DeviceIndex device_index) const override;

@@ -63,3 +63,17 @@ def test_numpy_on_device_tensor_errors(neuron):
     x = torch.ones(2, device=neuron)
     with pytest.raises(TypeError, match="neuron"):
         x.numpy()
+
+
+def test_torch_accelerator_api_works_with_neuron():
+    assert torch.get_device_module("neuron") is torch.neuron
+    with torch.accelerator.device_index(2):
+        assert torch.accelerator.current_device_index() == 2
+    x = torch.empty(1000, device="neuron")  # noqa: F841
+    assert torch.accelerator.memory_allocated() == torch.neuron.memory_allocated()
+    assert torch.accelerator.memory_stats()["allocated_bytes.all.current"] == torch.neuron.memory_allocated()
+    free, total = torch.accelerator.get_memory_info()
+    assert total == 24 << 30 and 0 < free <= total
+    caps = torch.accelerator.get_device_capability()
+    dtypes = caps["supported_dtypes"]
+    assert torch.bfloat16 in dtypes and torch.float8_e4m3fn in dtypes and torch.qint8 not in dtypes
