@@ -55,6 +55,9 @@ XFAIL: dict[tuple[str, str, torch.dtype | None], str] = {
     ("to_sparse", "*", ANY): _SPARSE,
     ("native_group_norm", "sample", torch.bfloat16): _MATH_NORM_BF16,
     ("native_group_norm", "grad", torch.bfloat16): _MATH_NORM_BF16,
+    ("nn.functional.group_norm", "sample", torch.bfloat16): _MATH_NORM_BF16,
+    ("nn.functional.group_norm", "noncontig", torch.bfloat16): _MATH_NORM_BF16,
+    ("nn.functional.group_norm", "grad", torch.bfloat16): _MATH_NORM_BF16,
     ("nn.functional.scaled_dot_product_attention", "grad", torch.bfloat16): (
         "math SDPA backward in bf16 (softmax grad rounded to bf16 between matmuls) vs the CPU flash kernel's "
         "fp32 accumulation: up to 0.15 absolute on O(1) gradients"
@@ -87,8 +90,6 @@ TOLERANCE: dict[tuple[str, torch.dtype | None], tuple[float, float, str]] = {
     ("nn.functional.layer_norm", torch.float32): (1.3e-6, 2e-4, _MATH_NORM),
     ("native_layer_norm", torch.bfloat16): (1.6e-2, 1e-2, _MATH_NORM),
     ("nn.functional.layer_norm", torch.bfloat16): (1.6e-2, 1e-2, _MATH_NORM),
-    ("native_group_norm", torch.bfloat16): (1.6e-2, 1.6e-2, _MATH_NORM),
-    ("nn.functional.group_norm", torch.bfloat16): (1.6e-2, 1.6e-2, _MATH_NORM),
     ("nn.functional.scaled_dot_product_attention", torch.float32): (1e-4, 1e-4, _MATH_SDPA),
     ("nn.functional.scaled_dot_product_attention", torch.bfloat16): (5e-2, 6e-2, _MATH_SDPA),
     ("nn.functional.multi_head_attention_forward", torch.float32): (1e-4, 1e-4, _MATH_SDPA),

@@ -105,3 +105,25 @@ def test_unsupported_autocast_dtype_warns_and_disables():
     with pytest.warns(UserWarning, match="neuron"):
         with torch.autocast("neuron", dtype=torch.int8):
             assert (rand(2, 2) @ rand(2, 2)).dtype == torch.float32
+
+
+def test_custom_fwd_casts_inputs_under_neuron_autocast():
+    class Square(torch.autograd.Function):
+        @staticmethod
+        @torch.neuron.amp.custom_fwd(cast_inputs=torch.float32)
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @torch.neuron.amp.custom_bwd
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad
+
+    x = torch.randn(4, device="neuron", dtype=torch.bfloat16, requires_grad=True)
+    with torch.autocast("neuron", dtype=torch.bfloat16):
+        y = Square.apply(x)
+    assert y.dtype == torch.float32  # inputs were cast to float32 inside the autocast region
+    y.sum().backward()
+    assert x.grad.dtype == torch.bfloat16
