@@ -120,7 +120,11 @@ def _remainder(a, b):
     """Python-style remainder (sign of the divisor) from C-style ``fmod``; torch-mlir's own lowering of
     ``remainder`` takes the sign of the dividend for negative operands."""
     r = aten.fmod.Tensor(a, b) if isinstance(b, torch.Tensor) else aten.fmod.Scalar(a, b)
-    fix = torch.logical_and(r != 0, torch.logical_xor(r < 0, b < 0))
+    if isinstance(b, torch.Tensor):
+        sign_differs = torch.logical_xor(r < 0, b < 0)
+    else:
+        sign_differs = (r > 0) if b < 0 else (r < 0)
+    fix = torch.logical_and(r != 0, sign_differs)
     return torch.where(fix, r + b, r)
 
 
@@ -221,6 +225,49 @@ def _prims_table() -> list[tuple]:
     return rows
 
 
+def _broadcasting(op: torch._ops.OpOverload) -> Callable:
+    """torch-mlir lowers some binary ops without broadcasting their operands; broadcast first."""
+    def decomp(a, b):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape != b.shape:
+            a, b = (aten.expand.default(t, list(torch.broadcast_shapes(a.shape, b.shape))) for t in (a, b))
+            return op(a, b)
+        return NotImplemented
+    return decomp
+
+
+def _pool_out(length: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
+    out = (length + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)) // s + 1
+    if ceil and (out - 1) * s >= length + p:
+        out -= 1
+    return out
+
+
+def _max_pool2d_ceil(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    """``ceil_mode=True`` max pooling (torch-mlir sizes the window reduction with floor): pad the bottom/right
+    edge with -inf up to the ceil size, pool with floor, and map the indices back to the unpadded input."""
+    if not ceil_mode:
+        return NotImplemented
+
+    def two(v):
+        v = list(v) if isinstance(v, (list, tuple)) else [v]
+        return v * 2 if len(v) == 1 else v
+
+    k, p, d = two(kernel_size), two(padding), two(dilation)
+    st = two(stride) if stride else k
+    H, W = x.shape[-2], x.shape[-1]
+    oh, ow = (_pool_out(n, k[i], st[i], p[i], d[i], True) for i, n in enumerate((H, W)))
+    eh = max(0, (oh - 1) * st[0] + d[0] * (k[0] - 1) + 1 - (H + 2 * p[0]))
+    ew = max(0, (ow - 1) * st[1] + d[1] * (k[1] - 1) + 1 - (W + 2 * p[1]))
+    if eh == 0 and ew == 0:
+        return aten.max_pool2d_with_indices.default(x, k, st, p, d, False)
+    xp = aten.constant_pad_nd.default(x, [0, ew, 0, eh], float("-inf"))
+    values, idx = aten.max_pool2d_with_indices.default(xp, k, st, p, d, False)
+    wp = aten.scalar_tensor.default(W + ew, dtype=idx.dtype)
+    col = aten.remainder.Tensor(idx, wp)
+    row = aten.div.Tensor_mode(aten.sub.Tensor(idx, col), wp, rounding_mode="trunc")
+    return values, aten.add.Tensor(aten.mul.Tensor(row, W), col)
+
+
 def _stable_sort(x, *, stable=None, dim=-1, descending=False):
     return aten.sort.default(x, dim, descending)
 
@@ -239,6 +286,9 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
         table.setdefault(op, fn)
     table.setdefault(aten.sort.stable, _stable_sort)
     table[aten.remainder.Tensor] = _remainder
+    table[aten.max_pool2d_with_indices.default] = _max_pool2d_ceil
+    for op in (aten.fmax.default, aten.fmin.default):
+        table[op] = _broadcasting(op)
     table[aten.remainder.Scalar] = _remainder
     table[aten.empty.memory_format] = _uninitialized
     table[aten.empty_strided.default] = _uninitialized_strided

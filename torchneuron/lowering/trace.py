@@ -124,9 +124,15 @@ def trace(fn_or_module: Any, args: tuple, kwargs: dict | None = None) -> TracedG
     fakes = [_fake_like(t) for t in flat_real]
     table = dict(neuron_decompositions())
     extra: list[str] = []
+    first_error: StableHLOLoweringError | None = None
     for _ in range(_MAX_DECOMP_ROUNDS + 1):
-        with torch.no_grad() if module is not None else _null():
-            gm = _make_fx(flat_fn, fakes, table)
+        try:
+            with torch.no_grad() if module is not None else _null():
+                gm = _make_fx(flat_fn, fakes, table)
+        except Exception:
+            if first_error is not None:  # a decomposition tried on demand does not trace: report the real cause
+                raise first_error from None
+            raise
         passes.check_static_shapes(gm)
         mutated = _convert_input_mutations(gm)
         passes.rewrite_as_strided(gm)
@@ -141,7 +147,8 @@ def trace(fn_or_module: Any, args: tuple, kwargs: dict | None = None) -> TracedG
                 more = {k: v for op in _graph_ops(gm) for k, v in on_demand(f"torch.aten.{op._overloadpacket.__name__}").items()
                         if k not in table}
             if not more:
-                raise
+                raise (first_error or e) from None
+            first_error = first_error or e
             table.update(more)
             extra.append(e.mlir_op or "")
             continue
