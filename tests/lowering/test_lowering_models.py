@@ -89,7 +89,7 @@ def _aot_graphs(model, x):
             return make_boxed_func(run)
         return compiler
 
-    params = dict(model.named_parameters())
+    params = {**dict(model.named_parameters()), **dict(model.named_buffers())}
 
     def step(params, x):
         return torch.func.functional_call(model, params, (x,)).square().mean()
@@ -100,7 +100,8 @@ def _aot_graphs(model, x):
     return graphs, loss
 
 
-@pytest.mark.parametrize("make,shape", [(MLP, (8, 16)), (Block, (2, 8, 32))], ids=["mlp", "transformer"])
+@pytest.mark.parametrize("make,shape", [(MLP, (8, 16)), (CNN, (2, 3, 16, 16)), (Block, (2, 8, 32))],
+                         ids=["mlp", "cnn", "transformer"])
 def test_aot_autograd_forward_and_backward_graphs(make, shape):
     torch.manual_seed(0)
     model = make()

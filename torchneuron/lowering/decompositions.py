@@ -245,8 +245,8 @@ def _pool_out(length: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
 def _max_pool2d_ceil(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     """``ceil_mode=True`` max pooling (torch-mlir sizes the window reduction with floor): pad the bottom/right
     edge with -inf up to the ceil size, pool with floor, and map the indices back to the unpadded input."""
-    if not ceil_mode:
-        return NotImplemented
+    if not ceil_mode and stride:
+        return NotImplemented  # torch-mlir lowers the plain case; an empty stride (= kernel) it reads as 1
 
     def two(v):
         v = list(v) if isinstance(v, (list, tuple)) else [v]
@@ -259,13 +259,24 @@ def _max_pool2d_ceil(x, kernel_size, stride=(), padding=(0,), dilation=(1,), cei
     eh = max(0, (oh - 1) * st[0] + d[0] * (k[0] - 1) + 1 - (H + 2 * p[0]))
     ew = max(0, (ow - 1) * st[1] + d[1] * (k[1] - 1) + 1 - (W + 2 * p[1]))
     if eh == 0 and ew == 0:
-        return aten.max_pool2d_with_indices.default(x, k, st, p, d, False)
+        return aten.max_pool2d_with_indices.default(x, k, st, p, d, False)  # explicit stride: lowered directly
     xp = aten.constant_pad_nd.default(x, [0, ew, 0, eh], float("-inf"))
     values, idx = aten.max_pool2d_with_indices.default(xp, k, st, p, d, False)
     wp = aten.scalar_tensor.default(W + ew, dtype=idx.dtype)
     col = aten.remainder.Tensor(idx, wp)
     row = aten.div.Tensor_mode(aten.sub.Tensor(idx, col), wp, rounding_mode="trunc")
     return values, aten.add.Tensor(aten.mul.Tensor(row, W), col)
+
+
+def _max_pool2d_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    """Max-pool gradient as a scatter-add of ``grad_output`` at the saved argmax ``indices`` (flat positions
+    in each input plane)."""
+    lead = list(self.shape[:-2])
+    plane = self.shape[-2] * self.shape[-1]
+    g = aten.reshape.default(grad_output, lead + [-1])
+    i = aten.reshape.default(indices, lead + [-1])
+    zeros = _uninitialized(lead + [plane], dtype=grad_output.dtype)
+    return aten.reshape.default(aten.scatter_add.default(zeros, -1, i, g), list(self.shape))
 
 
 def _stable_sort(x, *, stable=None, dim=-1, descending=False):
@@ -287,6 +298,7 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     table.setdefault(aten.sort.stable, _stable_sort)
     table[aten.remainder.Tensor] = _remainder
     table[aten.max_pool2d_with_indices.default] = _max_pool2d_ceil
+    table[aten.max_pool2d_with_indices_backward.default] = _max_pool2d_backward
     for op in (aten.fmax.default, aten.fmin.default):
         table[op] = _broadcasting(op)
     table[aten.remainder.Scalar] = _remainder
