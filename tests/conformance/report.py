@@ -91,29 +91,34 @@ def check_op(op, dtypes, kinds, max_samples) -> list[dict]:
     return records
 
 
+def _units(ops, dtypes) -> list[tuple[int, torch.dtype]]:
+    """The (op index, dtype) pairs to run, in order; a worker crash loses only the pair it was running."""
+    return [(i, d) for i, op in enumerate(ops) for d in dtypes if d in op.supported_dtypes("cpu")]
+
+
 def _worker(args: argparse.Namespace) -> int:
     harness.quiet_warnings()
     ops, dtypes, kinds = _selection(args)
+    units = _units(ops, dtypes)
     with open(args.worker, "a") as out:
-        for i in range(args.start, len(ops)):
-            supported = ops[i].supported_dtypes("cpu")
-            out.write(json.dumps({"begin": i, "op": harness.op_key(ops[i]),
-                                  "dtypes": [str(d).replace("torch.", "") for d in dtypes if d in supported]}) + "\n")
+        for u in range(args.start, len(units)):
+            i, dtype = units[u]
+            out.write(json.dumps({"begin": u, "op": harness.op_key(ops[i]), "dtype": str(dtype).replace("torch.", "")}) + "\n")
             out.flush()
-            for record in check_op(ops[i], dtypes, kinds, args.max_samples):
+            for record in check_op(ops[i], [dtype], kinds, args.max_samples):
                 out.write(json.dumps(record) + "\n")
-            out.write(json.dumps({"end": i}) + "\n")
+            out.write(json.dumps({"end": u}) + "\n")
             out.flush()
     return 0
 
 
-def _run_isolated(args: argparse.Namespace, argv: list[str], n_ops: int, dtypes, kinds) -> list[dict]:
+def _run_isolated(args: argparse.Namespace, argv: list[str], n_units: int, kinds) -> list[dict]:
     fd, path = tempfile.mkstemp(prefix="tn-conformance-", suffix=".jsonl")
     os.close(fd)
     records: list[dict] = []
     start = 0
     try:
-        while start < n_ops:
+        while start < n_units:
             cmd = [sys.executable, "-m", "tests.conformance.report", *argv, "--worker", path, "--start", str(start)]
             proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=_ROOT)
             begun, ended = None, set()
@@ -131,17 +136,17 @@ def _run_isolated(args: argparse.Namespace, argv: list[str], n_ops: int, dtypes,
                 break
             if begun is None or begun["begin"] in ended:
                 raise SystemExit(f"conformance worker failed before running an op:\n{proc.stderr[-2000:]}")
-            # The op that was running killed the worker: it fails every (dtype, kind) it would have run.
+            # The (op, dtype) that was running killed the worker: it fails every check it would have run.
             tail = " ".join(proc.stderr.strip().splitlines()[-3:])[-300:]
-            for dtype_name in begun["dtypes"]:
-                dtype = _dtype(dtype_name)
-                for kind in kinds:
-                    records.append({"op": begun["op"], "dtype": dtype_name, "kind": kind,
-                                    "pass": 0, "fail": 1, "skip": 0, "crashed": True,
-                                    "xfail": known_failures.crash_reason(begun["op"])
-                                    or known_failures.xfail_reason(begun["op"], kind, dtype),
-                                    "failures": [[-1, f"crashed the process (exit {proc.returncode}): {tail}"]]})
-            print(f"  {begun['op']} crashed the worker (exit {proc.returncode}); continuing", file=sys.stderr)
+            dtype = _dtype(begun["dtype"])
+            for kind in kinds:
+                records.append({"op": begun["op"], "dtype": begun["dtype"], "kind": kind,
+                                "pass": 0, "fail": 1, "skip": 0, "crashed": True,
+                                "xfail": known_failures.crash_reason(begun["op"])
+                                or known_failures.xfail_reason(begun["op"], kind, dtype),
+                                "failures": [[-1, f"crashed the process (exit {proc.returncode}): {tail}"]]})
+            print(f"  {begun['op']} [{begun['dtype']}] crashed the worker (exit {proc.returncode}); continuing",
+                  file=sys.stderr)
             start = begun["begin"] + 1
     finally:
         os.unlink(path)
@@ -161,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         passthrough = [a for a in argv if a not in ("-v", "--verbose")]
         passthrough = [a for i, a in enumerate(passthrough) if a != "--json" and (i == 0 or passthrough[i - 1] != "--json")]
-        records = _run_isolated(args, passthrough, len(ops), dtypes, kinds)
+        records = _run_isolated(args, passthrough, len(_units(ops, dtypes)), kinds)
 
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     unexpected = []
