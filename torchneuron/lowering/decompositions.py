@@ -279,6 +279,31 @@ def _max_pool2d_backward(grad_output, self, kernel_size, stride, padding, dilati
     return aten.reshape.default(aten.scatter_add.default(zeros, -1, i, g), list(self.shape))
 
 
+def _kthvalue(x, k, dim=-1, keepdim=False):
+    """k-th smallest via a stable sort (torch-mlir has no kthvalue lowering)."""
+    if x.dim() == 0:
+        return NotImplemented
+    values, indices = aten.sort.stable(x, stable=True, dim=dim)
+    v = aten.select.int(values, dim, k - 1)
+    i = aten.select.int(indices, dim, k - 1)
+    if keepdim:
+        v, i = aten.unsqueeze.default(v, dim), aten.unsqueeze.default(i, dim)
+    return v, i
+
+
+def _median_dim(x, dim=-1, keepdim=False):
+    if x.dim() == 0:
+        return NotImplemented
+    return _kthvalue(x, (x.shape[dim] - 1) // 2 + 1, dim, keepdim)
+
+
+def _median(x):
+    if x.numel() == 0:
+        return NotImplemented
+    flat = aten.reshape.default(x, [-1])
+    return _kthvalue(flat, (flat.shape[0] - 1) // 2 + 1, 0, False)[0]
+
+
 def _stable_sort(x, *, stable=None, dim=-1, descending=False):
     return aten.sort.default(x, dim, descending)
 
@@ -298,6 +323,9 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     table.setdefault(aten.sort.stable, _stable_sort)
     table[aten.remainder.Tensor] = _remainder
     table[aten.max_pool2d_with_indices.default] = _max_pool2d_ceil
+    table[aten.kthvalue.default] = _kthvalue
+    table[aten.median.dim] = _median_dim
+    table[aten.median.default] = _median
     table[aten.max_pool2d_with_indices_backward.default] = _max_pool2d_backward
     for op in (aten.fmax.default, aten.fmin.default):
         table[op] = _broadcasting(op)
