@@ -405,6 +405,14 @@ def render_doc(t) -> str:
     out += ["", f"ATen overloads seen: {len(t.OVERLOADS)} computing ({ov['lowered']} lowered, {ov['mismatch']} mismatch, "
             f"{ov['missing']} missing), {len(t.RANDOM)} random and {len(t.RUNTIME)} runtime operations "
             "(views, allocation, copies).", ""]
+    groups: dict[str, list[str]] = defaultdict(list)
+    for k, v in t.OPINFO.items():
+        if v.get("float32", ("",))[0] == "missing":
+            groups[_category(v["float32"][1])].append(k)
+    out += ["## Why ops are missing (float32)", "", "| cause | ops | examples |", "|---|---|---|"]
+    for cat, ops in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        out.append(f"| {cat} | {len(ops)} | {', '.join(f'`{o}`' for o in ops[:6])}{' …' if len(ops) > 6 else ''} |")
+    out.append("")
     for title, want in (("Mismatched (float32)", "mismatched"), ("Missing (float32)", "missing")):
         rows = [(k, v["float32"][1]) for k, v in t.OPINFO.items() if v.get("float32", ("",))[0] == want]
         out += [f"## {title}: {len(rows)}", "", "| op | cause |", "|---|---|"]
@@ -419,6 +427,31 @@ def render_doc(t) -> str:
             out.append(f"| `{k}` | {v} | {_md(t.CAUSES.get(k, ''))} |")
     out.append("")
     return "\n".join(out)
+
+
+def _category(cause: str) -> str:
+    """A coarse reason for a missing op, from its recorded cause."""
+    op = cause.split(": ", 1)[0]
+    c = cause.lower()
+    if any(w in op for w in ("linalg", "cholesky", "_lu", "lu_", "svd", "eig", "qr", "triangular", "geqrf",
+                             "ormqr", "lstsq", "solve", "inverse", "det")):
+        return "linear algebra (no StableHLO lowering in torch-mlir)"
+    if "fft" in op:
+        return "FFT (no StableHLO lowering in torch-mlir)"
+    if any(w in c for w in ("bessel", "gamma", "special_", "erfc", "erf_inv", "ndtri", "zeta", "polygamma",
+                            "digamma", "airy", "polynomial", "i0")):
+        return "special functions (no StableHLO lowering in torch-mlir)"
+    if "static-shape" in c or "dynamic shapes" in c or "data-dependent" in c:
+        return "data-dependent output shape (cannot be static-shape StableHLO)"
+    if "non-tensor" in c:
+        return "returns a Python value (bool/number)"
+    if "cannot trace" in c or "mutates a tensor" in c or "importer" in c:
+        return "tracing/functionalization limits"
+    if "crash" in c or "worker died" in c:
+        return "compiler crash (isolated)"
+    if "xla:cpu rejected" in c:
+        return "StableHLO rejected by XLA"
+    return "other torch-mlir lowering gaps"
 
 
 def _md(s: str) -> str:
