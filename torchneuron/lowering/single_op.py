@@ -285,7 +285,7 @@ class OpProgram:
         import_buffer, xla_device = exe._to_buffer, exe._device
         for (kind, dt), v in zip(self.kinds, dyn):
             if kind == "t":
-                h = view(v) if adopt is not None and v.is_neuron else v  # CPU wrapped numbers ride along
+                h = v if v.is_cpu else view(v)  # CPU wrapped numbers ride along with device tensors
                 if dt is not None:
                     h = h.to(dt)
                 elif not h.is_contiguous():
