@@ -81,3 +81,17 @@ def test_coverage_import_is_cheap():
             "sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_overloads_the_sweep_did_not_run_inherit_the_program_they_run_as(table, monkeypatch):
+    """gt.Scalar runs as gt.Tensor (scalar → tensor), add_/add.out as add.Tensor (functionalized)."""
+    monkeypatch.setattr(op_table, "OVERLOADS", {"aten::gt.Tensor": "lowered", "aten::add.Tensor": "lowered",
+                                                 "aten::nonzero": "missing"})
+    coverage._derived_status.cache_clear()
+    try:
+        for op in ("aten::gt.Scalar", "aten::add_.Tensor", "aten::add.out", "aten::add_.Scalar"):
+            assert coverage.status(op) == "lowered", op
+        assert coverage.status("aten::nonzero.out") == "unknown"
+        assert coverage.status("aten::not_an_op") == "unknown"
+    finally:
+        coverage._derived_status.cache_clear()

@@ -13,6 +13,7 @@ This module is imported by ``torchneuron/__init__`` at import time: it must not 
 
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
 
@@ -30,6 +31,65 @@ class FallbackWarning(UserWarning):
     """An op with no StableHLO lowering ran on the neuron device (it would fall back to CPU on a Trn host)."""
 
 
+def _overload(op: str):
+    """``"aten::add_.Tensor"`` → the OpOverload, or None."""
+    import torch
+
+    ns, _, rest = op.partition("::")
+    name, _, overload = rest.partition(".")
+    try:
+        return getattr(getattr(getattr(torch.ops, ns), name), overload or "default")
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _functional_sibling(ov):
+    """The functional overload an in-place (``add_``) or ``out=`` (``add.out``) variant is lowered as."""
+    import torch
+
+    schema = ov._schema
+    name = ov._overloadpacket.__name__
+    if name.endswith("_") and not name.startswith("_"):
+        packet = getattr(torch.ops.aten, name[:-1], None)
+        if packet is not None and hasattr(packet, ov._overloadname):
+            return getattr(packet, ov._overloadname)
+    if schema.is_mutable and any(a.is_out for a in schema.arguments):
+        want = [(a.name, str(a.type)) for a in schema.arguments if not a.is_out]
+        packet = ov._overloadpacket
+        for other in packet.overloads():
+            cand = getattr(packet, other)
+            if cand is not ov and [(a.name, str(a.type)) for a in cand._schema.arguments] == want:
+                return cand
+    return None
+
+
+@functools.cache
+def _derived_status(op: str) -> str | None:
+    """Status of an overload the sweep did not run, from the program strict mode would actually build for
+    it: its Scalar→Tensor twin (``gt.Scalar`` runs as ``gt.Tensor``) or its functional sibling
+    (``add_.Tensor`` / ``add.out`` run as ``add.Tensor``)."""
+    from .single_op import _tensor_twin
+
+    ov = _overload(op)
+    if ov is None:
+        return None
+    candidates = []
+    functional = _functional_sibling(ov)
+    for base in (ov, functional):
+        if base is None:
+            continue
+        if base is not ov:
+            candidates.append(base)
+        twin, _ = _tensor_twin(base)
+        if twin is not None:
+            candidates.append(twin)
+    for cand in candidates:
+        st = op_table.OVERLOADS.get(cand.name())
+        if st in (LOWERED, MISMATCH):
+            return st
+    return None
+
+
 def status(op: str) -> str:
     """``lowered`` | ``mismatch`` (lowers, but numerics differ from CPU on some OpInfo sample) | ``missing`` |
     ``runtime`` (allocation, copies and views: runtime calls, never compiled) | ``random`` (draws from the
@@ -38,7 +98,10 @@ def status(op: str) -> str:
         return RUNTIME
     if op in op_table.RANDOM:
         return RANDOM
-    return op_table.OVERLOADS.get(op, "unknown")
+    known = op_table.OVERLOADS.get(op)
+    if known is not None:
+        return known
+    return _derived_status(op) or "unknown"
 
 
 def has_lowering(op: str) -> bool:

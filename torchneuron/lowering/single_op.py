@@ -98,7 +98,7 @@ def _tensor_twin(op: torch._ops.OpOverload) -> tuple[torch._ops.OpOverload | Non
         ok = True
         for a, c in zip(args, cargs):
             at, ct = str(a.type), str(c.type)
-            if a.kwarg_only != c.kwarg_only or (a.alias_info is None) != (c.alias_info is None):
+            if a.name != c.name or (a.alias_info is None) != (c.alias_info is None):
                 ok = False
                 break
             if at == ct:
@@ -204,7 +204,7 @@ class OpProgram:
                 examples.append(torch.tensor(v, dtype=dt))
         template = list(values)
         names = info.arg_names
-        kwarg_only = info.kwarg_only
+        kwarg_only = {a.name for a in target_op._schema.arguments if a.kwarg_only}  # the twin may differ
 
         def call(*flat: torch.Tensor):
             it = iter(flat)
