@@ -19,7 +19,7 @@ c10::DeviceIndex commonDevice(const char* op, std::initializer_list<const at::Te
                 " tensor with .to('neuron'))");
     if (device < 0) device = t->device().index();
     TORCH_CHECK(t->device().index() == device, "Expected all tensors to be on the same device, but found at least "
-                "two devices, neuron:", device, " and ", t->device(), "! (", op, ")");
+                "two devices, neuron:", static_cast<int>(device), " and ", t->device(), "! (", op, ")");
   }
   auto queue = currentQueue(device);
   if (!queue->idle()) queue->drain();  // stream order

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "allocator/CachingAllocator.h"
+#include "aten/native/Fp64Emulation.h"
 #include "aten/native/HostAlias.h"
 #include "aten/native/HostOutputAllocator.h"
 #include "aten/native/OpRegistry.h"
@@ -29,6 +30,7 @@ struct AliasPair {
   const void* alias_data;  // the bytes the alias pointed at before the kernel ran
   at::Tensor original;
   bool written;
+  at::Tensor alias;
 };
 
 void analyse(OpEntry& entry, const c10::FunctionSchema& schema) {
@@ -87,8 +89,8 @@ class DeviceCheck {
         first_arg_ = arg;
       } else {
         TORCH_CHECK(t.device().index() == device_, "Expected all tensors to be on the same device, but found at "
-                    "least two devices, neuron:", device_, " and ", t.device(), "! (", op_name_, ": argument '",
-                    first_arg_, "' is on neuron:", device_, ", argument '", arg, "' on ", t.device(),
+                    "least two devices, neuron:", static_cast<int>(device_), " and ", t.device(), "! (", op_name_, ": argument '",
+                    first_arg_, "' is on neuron:", static_cast<int>(device_), ", argument '", arg, "' on ", t.device(),
                     "; move them to one device with .to())");
       }
     } else if (!host_allowed && t.dim() > 0) {
@@ -101,7 +103,7 @@ class DeviceCheck {
   c10::DeviceIndex finish() {
     if (device_ < 0) device_ = currentDevice();
     TORCH_CHECK(host_arg_.empty(), "Expected all tensors to be on the same device, but found at least two "
-                "devices, neuron:", device_, " and ", host_device_, "! (", op_name_, ": argument '", host_arg_,
+                "devices, neuron:", static_cast<int>(device_), " and ", host_device_, "! (", op_name_, ": argument '", host_arg_,
                 "' with shape ", c10::IntArrayRef(host_sizes_), " is on ", host_device_,
                 "; move it with .to('neuron') — only 0-dim host tensors may be mixed with neuron tensors)");
     return device_;
@@ -117,9 +119,17 @@ class DeviceCheck {
 };
 
 at::Tensor toHost(const at::Tensor& t, bool written, c10::SmallVector<AliasPair, 8>& pairs) {
+  // One tensor passed twice (x.add_(x), out=self) stays one host tensor, so the kernel sees the aliasing
+  // (TensorIterator's in-place shape check, overlap checks) exactly as on the CPU.
+  for (auto& p : pairs) {
+    if (p.original.unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) {
+      p.written = p.written || written;
+      return p.alias;
+    }
+  }
   at::Tensor alias = hostAlias(t);
   pairs.push_back({alias.unsafeGetTensorImpl(), alias.storage().unsafeGetStorageImpl(), alias.storage().data(), t,
-                   written});
+                   written, alias});
   return alias;
 }
 
@@ -136,17 +146,7 @@ at::Tensor toDevice(const at::Tensor& out, c10::DeviceIndex device, const c10::S
       return deviceTensorOver(p.original.storage(), out, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1));
     }
   }
-  if (storage != nullptr && cachingAllocator().owns(storage->data_ptr())) {
-    // Allocated in device memory during the kernel: hand the very same storage over as neuron memory.
-    retagAsDevice(storage->mutable_data_ptr(), device);
-    storage->set_allocator(&cachingAllocator());
-    return deviceTensorOver(out.storage(), out, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1));
-  }
-  // Host memory the kernel did not allocate through the allocator (rare): copy it over.
-  at::Tensor copy = at::empty_strided(out.sizes(), out.strides(),
-                                      out.options().device(c10::Device(c10::DeviceType::PrivateUse1, device)));
-  hostAlias(copy).copy_(out);
-  return copy;
+  return fromHostResult(out, device);  // a fresh result, allocated in device memory during the kernel
 }
 
 // out= kernels may resize their outputs: mirror the new geometry (and grown storage) on the neuron tensor.
@@ -206,10 +206,12 @@ void runOnHost(const c10::OperatorHandle& op, OpEntry& entry, torch::jit::Stack*
     } else if (v.isList() && entry.is_index_list[i]) {
       c10::List<std::optional<at::Tensor>> host;
       for (const c10::IValue& e : v.toListRef()) {
-        if (e.isTensor() && e.toTensor().device().is_privateuseone()) {
+        // Python indexing (x[:, i]) passes undefined tensors, not None, for the sliced dims.
+        const bool defined = e.isTensor() && e.toTensor().defined();
+        if (defined && e.toTensor().device().is_privateuseone()) {
           host.push_back(toHost(e.toTensor(), written, pairs));
         } else {
-          host.push_back(e.isTensor() ? std::optional<at::Tensor>(e.toTensor()) : std::nullopt);
+          host.push_back(defined ? std::optional<at::Tensor>(e.toTensor()) : std::nullopt);
         }
       }
       v = std::move(host);
@@ -229,7 +231,13 @@ void runOnHost(const c10::OperatorHandle& op, OpEntry& entry, torch::jit::Stack*
   if (!queue->idle()) queue->drain();  // stream order: earlier async work on this stream finishes first
   {
     CaptureOutputsOnDevice capture(device, static_cast<int>(currentStream(device).id()));
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    try {
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    } catch (c10::Error& e) {
+      e.add_context(c10::str("while running ", entry.name, " on neuron:", static_cast<int>(device),
+                             " (host kernel on the simulator)"));
+      throw;
+    }
   }
 
   for (const auto& p : pairs) {
@@ -269,6 +277,7 @@ void neuronFallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::j
     t_in_executor = false;
     if (handled) return;
   }
+  if (emulateFp64(op, stack, [&](torch::jit::Stack* s) { runOnHost(op, entry, s); })) return;
   runOnHost(op, entry, stack);
 }
 
