@@ -127,3 +127,39 @@ def test_a_compiler_crash_is_an_error_not_a_dead_process(monkeypatch):
     prog = ProgramCache().lookup(aten.sin.default, (torch.randn(3),), {})[0]
     assert isinstance(prog, Unsupported)
     assert str(prog).startswith("aten::sin: torch-mlir crashed (signal 11)")
+
+
+_CHILD = """
+import json, torch
+from torchneuron.compiler import driver
+from torchneuron.lowering.single_op import program_cache, run_op
+aten = torch.ops.aten
+x, y = torch.arange(6.0).reshape(2, 3), torch.ones(2, 3)
+out = [run_op(aten.add.Tensor, (x, y), {}), run_op(aten.mul.Scalar, (x, 0.5), {})]
+print(json.dumps({"from_index": [p.from_index for p in program_cache()._programs.values()],
+                  "compiles": driver.default_cache().stats["compiles"], "out": [o.tolist() for o in out]}))
+"""
+
+
+def test_a_second_process_skips_lowering_and_compiling(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, TORCHNEURON_CACHE_DIR=str(tmp_path))
+    root = Path(__file__).resolve().parents[2]
+
+    def child():
+        p = subprocess.run([sys.executable, "-c", _CHILD], cwd=root, env=env, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr[-2000:]
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    first, second = child(), child()
+    assert first["from_index"] == [False, False] and first["compiles"] == 2
+    assert second["from_index"] == [True, True] and second["compiles"] == 0
+    assert first["out"] == second["out"]
+    for record in tmp_path.glob("op/*.bin"):  # a damaged index record is relowered, not fatal
+        record.write_bytes(record.read_bytes()[:-5])
+    third = child()
+    assert third["from_index"] == [False, False] and third["out"] == first["out"]

@@ -30,6 +30,7 @@ from torch.utils.dlpack import to_dlpack as _to_dlpack
 from .. import _env
 from . import device as dev
 from .errors import LoweringError
+from .passes import OutputLayout
 
 _Tensor = torch.Tensor
 _CPU = torch.device("cpu")
@@ -180,11 +181,39 @@ def signature(info: OpInfo, values: list[Any]) -> tuple[tuple, list[Any]]:
 class OpProgram:
     """A compiled single-op program and how to feed it and unpack its results."""
 
-    def __init__(self, info: OpInfo, values: list[Any], dyn: list[Any]):
-        from ..compiler import driver
-        from .trace import trace
+    def __init__(self, info: OpInfo, values: list[Any], dyn: list[Any], key: tuple | None = None):
+        from . import op_index
 
         self.info = info
+        index_key = op_index.index_key(key, _emulate_fp64()) if key is not None else None
+        record = op_index.load(index_key) if index_key is not None else None
+        if record is not None:
+            self.from_index = True
+            self.kinds, self.stablehlo, self.mutated = record["kinds"], record["stablehlo"], record["mutated"]
+            self.layout = OutputLayout(record["spec"], record["slots"])
+            self.casts, self.n_user, self.constants = record["casts"], record["n_user"], []
+            self._compile()
+        else:
+            self.from_index = False
+            self._lower(info, values, dyn)
+            if index_key is not None and not self.constants:
+                blob = op_index.encode(self.stablehlo, self.kinds, self.mutated, self.layout.spec,
+                                       self.layout.slots, self.casts, self.n_user)
+                if blob is not None:
+                    op_index.store(index_key, blob)
+        self._finish(info)
+
+    def _compile(self) -> None:
+        from ..compiler import driver
+
+        try:
+            self.exe = driver.compile(self.stablehlo, target="sim", kind="eager")
+        except driver.CompileError as e:
+            raise Unsupported(f"{self.info.name}: {e}", op=self.info.name) from None
+
+    def _lower(self, info: OpInfo, values: list[Any], dyn: list[Any]) -> None:
+        from .trace import trace
+
         emulate = _emulate_fp64()
         use_twin = info.twin is not None and any(
             name in info.converted and not isinstance(v, _Tensor) and v is not None
@@ -231,10 +260,7 @@ class OpProgram:
         self.stablehlo = tg.stablehlo
         self.mutated = tg.mutated_inputs
         self.layout = tg.out_layout
-        try:
-            self.exe = driver.compile(tg.stablehlo, target="sim", kind="eager")
-        except driver.CompileError as e:
-            raise Unsupported(f"{info.name}: {e}", op=info.name) from None
+        self._compile()
         # The dtypes PyTorch gives each result; cast where the lowered program differs (fp64, 0-d promotion).
         expected = _expected_dtypes(info.op, values)
         out_node = next(n for n in reversed(tg.gm.graph.nodes) if n.op == "output")
@@ -251,6 +277,8 @@ class OpProgram:
                 self.casts[n_user + j] = src.dtype
         self.n_user = n_user
         self.constants = tg.constants
+
+    def _finish(self, info: OpInfo) -> None:
         self._scalars: dict[tuple, Any] = {}
         self._cast_slots = [(i, dt) for i, dt in enumerate(self.casts) if dt is not None]
         self._writes = any(info.write_returns)
@@ -391,7 +419,7 @@ class ProgramCache:
                 prog = Unsupported(f"{info.name}: no tensor inputs (a factory op; the runtime allocates)", op=info.name)
             else:
                 try:
-                    prog = OpProgram(info, values, dyn)
+                    prog = OpProgram(info, values, dyn, key)
                 except Unsupported as e:
                     prog = e
                 self.builds += 1
