@@ -14,6 +14,7 @@ The table is built once (lazily: importing torch-mlir costs ~1 s) and shared by 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 import torch
@@ -304,6 +305,42 @@ def _median(x):
     return _kthvalue(flat, (flat.shape[0] - 1) // 2 + 1, 0, False)[0]
 
 
+def _angle(x):
+    """Argument of a real number: pi for negatives, 0 otherwise, NaN kept."""
+    if x.is_complex():
+        return NotImplemented
+    dt = x.dtype if x.is_floating_point() else torch.get_default_dtype()
+    xf = aten._to_copy.default(x, dtype=dt) if x.dtype != dt else x
+    pi = aten.mul.Tensor(aten.ones_like.default(xf), math.pi)
+    out = aten.where.self(aten.lt.Scalar(xf, 0), pi, aten.zeros_like.default(xf))
+    return aten.where.self(aten.isnan.default(xf), xf, out)
+
+
+def _cdist(x1, x2, p, compute_mode=None):
+    """Pairwise p-norm distances by broadcasting (torch-mlir has no ``_cdist_forward``)."""
+    d = aten.sub.Tensor(aten.unsqueeze.default(x1, -2), aten.unsqueeze.default(x2, -3))
+    a = aten.abs.default(d)
+    if p == 0:
+        return aten.sum.dim_IntList(aten._to_copy.default(aten.ne.Scalar(a, 0), dtype=x1.dtype), [-1])
+    if p == float("inf"):
+        return aten.amax.default(a, [-1])
+    if p == 2:
+        return aten.sqrt.default(aten.sum.dim_IntList(aten.mul.Tensor(d, d), [-1]))
+    if p == 1:
+        return aten.sum.dim_IntList(a, [-1])
+    return aten.pow.Tensor_Scalar(aten.sum.dim_IntList(aten.pow.Tensor_Scalar(a, p), [-1]), 1.0 / p)
+
+
+def _logcumsumexp(x, dim):
+    """log(cumsum(exp(x - m))) + m with m the (finite) maximum along ``dim``; torch-mlir's own lowering
+    overflows to inf."""
+    if x.dim() == 0:
+        return NotImplemented
+    m = aten.amax.default(x, [dim], True)
+    m = aten.where.self(aten.isfinite.default(m), m, aten.zeros_like.default(m))
+    return aten.add.Tensor(aten.log.default(aten.cumsum.default(aten.exp.default(aten.sub.Tensor(x, m)), dim)), m)
+
+
 def _stable_sort(x, *, stable=None, dim=-1, descending=False):
     return aten.sort.default(x, dim, descending)
 
@@ -324,6 +361,9 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     table[aten.remainder.Tensor] = _remainder
     table[aten.max_pool2d_with_indices.default] = _max_pool2d_ceil
     table[aten.kthvalue.default] = _kthvalue
+    table[aten.angle.default] = _angle
+    table[aten._cdist_forward.default] = _cdist
+    table[aten.logcumsumexp.default] = _logcumsumexp
     table[aten.median.dim] = _median_dim
     table[aten.median.default] = _median
     table[aten.max_pool2d_with_indices_backward.default] = _max_pool2d_backward
