@@ -341,6 +341,43 @@ def _logcumsumexp(x, dim):
     return aten.add.Tensor(aten.log.default(aten.cumsum.default(aten.exp.default(aten.sub.Tensor(x, m)), dim)), m)
 
 
+def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+    """Average pooling as a depthwise convolution with a ones kernel (window sums) divided by the window
+    counts PyTorch uses, which covers ceil mode, ``count_include_pad=False`` and ``divisor_override``
+    (torch-mlir lowers only part of that space)."""
+    def two(v):
+        v = list(v) if isinstance(v, (list, tuple)) else [v]
+        return v * 2 if len(v) == 1 else v
+
+    k, p = two(kernel_size), two(padding)
+    st = two(stride) if stride else k
+    unbatched = x.dim() == 3
+    if unbatched:
+        x = aten.unsqueeze.default(x, 0)
+    n, c, h, w = x.shape
+    oh, ow = (_pool_out(size, k[i], st[i], p[i], 1, ceil_mode) for i, size in enumerate((h, w)))
+    eh = max(0, (oh - 1) * st[0] + k[0] - (h + 2 * p[0]))
+    ew = max(0, (ow - 1) * st[1] + k[1] - (w + 2 * p[1]))
+    padded = aten.constant_pad_nd.default(x, [p[1], p[1] + ew, p[0], p[0] + eh], 0.0)
+    ones_k = aten.expand.default(aten.scalar_tensor.default(1.0, dtype=x.dtype), [c, 1, k[0], k[1]])
+    sums = aten.convolution.default(padded, ones_k, None, st, [0, 0], [1, 1], False, [0, 0], c)
+    if divisor_override:
+        out = aten.div.Tensor(sums, divisor_override)
+    else:
+        # which positions count: real elements, plus the explicit padding when count_include_pad
+        real = aten.expand.default(aten.scalar_tensor.default(1.0, dtype=x.dtype), [1, 1, h, w])
+        if count_include_pad:
+            real = aten.constant_pad_nd.default(real, [p[1], p[1], p[0], p[0]], 1.0)
+            mask = aten.constant_pad_nd.default(real, [0, ew, 0, eh], 0.0)
+        else:
+            mask = aten.constant_pad_nd.default(real, [p[1], p[1] + ew, p[0], p[0] + eh], 0.0)
+        one_k = aten.expand.default(aten.scalar_tensor.default(1.0, dtype=x.dtype), [1, 1, k[0], k[1]])
+        counts = aten.convolution.default(mask, one_k, None, st, [0, 0], [1, 1], False, [0, 0], 1)
+        out = aten.div.Tensor(sums, counts)
+    return aten.squeeze.dim(out, 0) if unbatched else out
+
+
 def _stable_sort(x, *, stable=None, dim=-1, descending=False):
     return aten.sort.default(x, dim, descending)
 
@@ -361,6 +398,7 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     table[aten.remainder.Tensor] = _remainder
     table[aten.max_pool2d_with_indices.default] = _max_pool2d_ceil
     table[aten.kthvalue.default] = _kthvalue
+    table[aten.avg_pool2d.default] = _avg_pool2d
     table[aten.angle.default] = _angle
     table[aten._cdist_forward.default] = _cdist
     table[aten.logcumsumexp.default] = _logcumsumexp
