@@ -127,3 +127,10 @@ def test_custom_fwd_casts_inputs_under_neuron_autocast():
     assert y.dtype == torch.float32  # inputs were cast to float32 inside the autocast region
     y.sum().backward()
     assert x.grad.dtype == torch.bfloat16
+
+
+def test_registered_policy_is_cudas_minus_cudnn_ops():
+    cuda = set(torch._C._dispatch_get_registrations_for_dispatch_key("AutocastCUDA"))
+    neuron = set(torch._C._dispatch_get_registrations_for_dispatch_key("AutocastPrivateUse1"))
+    assert cuda - neuron == {"aten::cudnn_convolution", "aten::cudnn_convolution_transpose"}
+    assert neuron <= cuda
