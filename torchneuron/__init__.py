@@ -32,6 +32,10 @@ from torchneuron._ops import executed_ops, reset_executed_ops  # noqa: E402
 _registration.configure_runtime(_C)
 _registration.register(_device_module)
 
+from torchneuron import _module_conversion  # noqa: E402
+
+_module_conversion.install()
+
 __version__ = "0.1.0"
 __all__ = ["executed_ops", "reset_executed_ops", "lower", "load_lowered", "fallback_ops", "__version__"]
 
