@@ -398,6 +398,8 @@ class NkiTensor:
     def slice(self, dim: int, start: int = 0, end: int | None = None, step: int = 1) -> NkiTensor:
         return self._views().slice_dim(self, dim, start, end, step)
     def select(self, dim: int, index: Any) -> NkiTensor: return self._views().select(self, dim, index)
+    def vector_select(self, dim: int, vector_offset: Any) -> NkiTensor:
+        return self._views().vector_select(self, dim, vector_offset)
     def broadcast(self, dim: int, size: int) -> NkiTensor: return self._views().broadcast(self, dim, size)
     def broadcast_to(self, shape: Any) -> NkiTensor: return self._views().broadcast_to(self, shape)
     def expand_dim(self, dim: int) -> NkiTensor: return self._views().expand_dim(self, dim)

@@ -11,7 +11,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .. import dtypes
-from ..errors import ERR_MEMORY, ERR_OOB, ERR_SHAPE, fail
+from ..errors import ERR_INVALID_ARG, ERR_MEMORY, ERR_OOB, ERR_SHAPE, fail
 from .pending import flush
 from .tensor import NkiTensor
 
@@ -254,3 +254,34 @@ def access_pattern(t: NkiTensor, pattern: Any, offset: int | None, scalar_offset
     return out
 
 
+
+
+def vector_select(t: NkiTensor, dim: int, vector_offset: Any) -> NkiTensor:
+    """Per-partition indirect rows of an HBM tensor: result[p, ...] = t[vector_offset[p], ...], shape
+    (vector_offset.shape[0], *t.shape[1:]). Indices are bounds-checked when the view is used (so
+    `dma_copy(oob_mode=skip)` can drop them)."""
+    from .buffers import SBUF
+    d = _dim(t, dim)
+    if d != 0:
+        raise fail(ERR_INVALID_ARG, f"vector_select on `{t.name}` selects dimension {d}; only dimension 0 is "
+                   "supported.", "vector_select(0, offsets).")
+    if not t.buffer.is_hbm:
+        raise fail(ERR_MEMORY, f"vector_select on `{t.name}` in '{t.buffer.name}': only HBM tensors support it.",
+                   "use nisa.local_gather / nc_n_gather on chip, or vector_select the HBM source of a dma_copy.")
+    if t.index is not None:
+        raise fail(ERR_INVALID_ARG, f"`{t.name}` is already an indirect view; only one dynamic select per tensor.",
+                   "select from the tensor itself.")
+    if not isinstance(vector_offset, NkiTensor) or vector_offset.buffer != SBUF:
+        where = vector_offset.buffer.name if isinstance(vector_offset, NkiTensor) else type(vector_offset).__name__
+        raise fail(ERR_MEMORY, f"vector_select offsets must be an SBUF tensor, got {where}.",
+                   "load the (P, 1) offsets into SBUF.")
+    p = vector_offset.shape[0]
+    if vector_offset.size != p:
+        raise fail(ERR_SHAPE, f"vector_select offsets have shape {vector_offset.shape}; one index per partition, "
+                   "(P, 1), is expected.", "give a (P, 1) offsets tile.")
+    rows = vector_offset.read().astype(np.int64).reshape((p,) + (1,) * (t.ndim - 1))
+    base = t.offsets()[:1]                                           # the row-0 offsets of the view
+    shape = (p,) + tuple(t.shape[1:])
+    index = base + rows * t.strides[0]  # type: ignore[index]
+    return NkiTensor(t.storage, shape, None, 0, 0, index=index,
+                     pending=((0, np.broadcast_to(rows, shape), t.shape[0]),))

@@ -192,7 +192,17 @@ def dropout(dst: NkiTensor, data: NkiTensor, prob: Any, name: str | None = None)
 
 
 def rng(dst: NkiTensor, engine: Any = engine.vector, name: str | None = None) -> None:
-    _misc.rng_bits(dst)
+    _misc.rng_bits(dst, engine="gpsimd" if _mm.engine_name(engine) == "gpsimd" else "vector")
+
+
+def rand_get_state(dst: NkiTensor, engine: Any = engine.unknown, name: str | None = None) -> None:
+    """dst (P, 6) uint32 on GpSimd / (P, 24) on Vector (NC-v4): the engine's per-lane PRNG state (NC-v3+)."""
+    _misc.rand_get_state(dst, engine)
+
+
+def rand_set_state(src_seeds: NkiTensor, engine: Any = engine.unknown, name: str | None = None) -> None:
+    """Seed the engine's per-lane PRNG state from src_seeds (P, 6) / (P, 24) uint32 in SBUF (NC-v3+)."""
+    _misc.rand_set_state(src_seeds, engine)
 
 
 def rand2(dst: NkiTensor, min: Any, max: Any, name: str | None = None) -> None:  # noqa: A002
@@ -226,6 +236,17 @@ def topk(val_dst: NkiTensor, idx_dst: NkiTensor, src: NkiTensor, n: int, name: s
                                    storages(val_dst, idx_dst))
 
 
+def nonzero_with_count(dst: NkiTensor, src: NkiTensor, index_offset: int = 0, padding_val: int = -1,
+                       name: str | None = None) -> None:
+    """On partitions 0, 16, ..., 112: nonzero indices (+index_offset), padding, then the count (GpSimd, NC-v3+)."""
+    _misc.nonzero_with_count(dst, src, index_offset, padding_val)
+
+
+def sequence_bounds(dst: NkiTensor, segment_ids: NkiTensor, name: str | None = None) -> None:
+    """(1, n) segment IDs -> (1, 2, n) [start, end) of each element's segment; ID 0 is padding (n, -1)."""
+    _misc.sequence_bounds(dst, segment_ids)
+
+
 def nc_stream_shuffle(dst: NkiTensor, src: NkiTensor, shuffle_mask: Any, name: str | None = None) -> None:
     _misc.nc_stream_shuffle(dst, src, shuffle_mask)
 
@@ -243,6 +264,12 @@ def dma_compute(dst: NkiTensor, srcs: Any, reduce_op: Any, scales: Any = None, u
 def nc_n_gather(dst: NkiTensor, data: NkiTensor, indices: NkiTensor, name: str | None = None) -> None:
     """dst[p, j] = data[p, indices[p, j]]: a per-partition gather along the free dims (GpSimd)."""
     _misc.gather_flattened(dst, data, indices, api="nc_n_gather")
+
+
+def local_gather(dst: NkiTensor, src_buffer: NkiTensor, index: NkiTensor, num_elem_per_idx: int = 1,
+                 num_valid_indices: int | None = None, name: str | None = None) -> None:
+    """Per GpSimd core (16 partitions): gather num_elem_per_idx contiguous elements at each uint16 index."""
+    _misc.local_gather(dst, src_buffer, index, num_elem_per_idx, num_valid_indices)
 
 
 def dma_transpose(dst: NkiTensor, src: NkiTensor, axes: Any = None, priority: Any = None,

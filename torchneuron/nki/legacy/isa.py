@@ -206,6 +206,28 @@ def nc_stream_shuffle(src: NkiTensor, dst: NkiTensor, shuffle_mask: Any, mask: A
     _misc.nc_stream_shuffle(dst, src, shuffle_mask)
 
 
+def local_gather(src_buffer: NkiTensor, index: NkiTensor, num_elem_per_idx: int = 1, num_valid_indices: Any = None,
+                 mask: Any = None, **kwargs: Any) -> NkiTensor:
+    """Returns (P, *index free dims, 16, num_elem_per_idx) when every index is valid (the documented example's
+    (128, 4, 16, 4) for a (128, 4) index), else (P, num_valid_indices, num_elem_per_idx)."""
+    p, elem = src_buffer.partitions, int(num_elem_per_idx)
+    per_core = index.size // max(p // _misc.GPSIMD_CORE_PARTITIONS, 1)
+    if num_valid_indices is None or int(num_valid_indices) == per_core:
+        shape = (p,) + tuple(index.shape[1:]) + (_misc.GPSIMD_CORE_PARTITIONS, elem)
+    else:
+        shape = (p, int(num_valid_indices), elem)
+    dst = _out(shape, None, src_buffer.dtype)
+    _misc.local_gather(dst, src_buffer, index, elem, num_valid_indices)
+    return dst
+
+
+def sequence_bounds(segment_ids: NkiTensor, dtype: Any = None, mask: Any = None, **kwargs: Any) -> NkiTensor:
+    """(1, n) segment IDs -> (1, 2, n) tile of [start, end) bounds (dtype defaults to the IDs' dtype)."""
+    dst = _out((segment_ids.partitions, 2, segment_ids.free_size), dtype, segment_ids.dtype)
+    _misc.sequence_bounds(dst, segment_ids)
+    return dst
+
+
 def select_reduce(predicate: Any, on_true: Any, on_false: Any, reduce_res: Any = None, reduce_op: Any = "maximum",
                   reverse_pred: bool = False, dtype: Any = None, mask: Any = None, **kwargs: Any) -> NkiTensor:
     dst = _out(on_true.shape, dtype, on_true.dtype)
