@@ -76,6 +76,57 @@ XFAIL: dict[tuple[str, str, torch.dtype | None], str] = {
     ),
 }
 
+# float64 is computed in float32 on neuron (the Trainium rule, csrc/aten/native/Fp64Emulation.cpp) while
+# the reference is the CPU's float64: these float64 samples fail for that reason alone.
+_FP64_RANDOM = (
+    "float64 random ops draw float32 samples on neuron (float64 computed in float32); the CPU draws float64 "
+    "samples from the same seed, so the streams differ"
+)
+_FP64_PRECISION = (
+    "float64 computed in float32 (the Trainium rule): ill-conditioned or iterative, the result is within "
+    "float32 precision of the CPU's float64 answer but not within 2e-5"
+)
+for _op, _kinds in {
+    "bernoulli": ("sample", "noncontig", "out"), "normal": ("sample", "noncontig", "out"),
+    "normal.in_place": ("sample", "noncontig", "inplace"), "uniform": ("sample", "noncontig", "inplace"),
+    "randn": ("sample", "noncontig", "out"), "randn_like": ("sample", "noncontig"),
+    "rand_like": ("sample", "noncontig"),
+    "nn.functional.fractional_max_pool2d": ("sample", "noncontig", "grad"),
+    "nn.functional.fractional_max_pool3d": ("sample", "noncontig", "grad"),
+}.items():
+    for _kind in _kinds:
+        XFAIL[(_op, _kind, torch.float64)] = _FP64_RANDOM
+for _op, _kinds in {
+    "cov": ("grad",), "digamma": ("grad",), "grid_sampler_2d": ("grad",), "grid_sampler_3d": ("grad",),
+    "linalg.eigh": ("out",), "linalg.householder_product": ("grad",),
+    "linalg.pinv.singular": ("sample", "noncontig", "grad"), "linalg.svd": ("out", "grad"), "svd": ("out", "grad"),
+    "logcumsumexp": ("grad",), "matrix_exp": ("sample", "noncontig"), "nn.functional.ctc_loss": ("grad",),
+    "native_layer_norm": ("sample", "noncontig"), "nn.functional.layer_norm": ("sample", "noncontig"),
+    "nn.functional.multi_head_attention_forward": ("sample", "noncontig"),
+    "special.polygamma.special_polygamma_n_0": ("sample", "noncontig", "out"),
+    **{f"polygamma.polygamma_n_{n}": ("sample", "noncontig", "out", "inplace") for n in range(5)},
+}.items():
+    for _kind in _kinds:
+        XFAIL[(_op, _kind, torch.float64)] = _FP64_PRECISION
+
+# float16 goes the bf16 way where ATen's generic decompositions run (see _MATH_NORM_BF16, _MATH_ADDR).
+for _op, _kinds in {
+    "addr": ("sample", "noncontig", "out"), "native_group_norm": ("sample", "grad"),
+    "nn.functional.group_norm": ("sample", "noncontig", "grad"),
+    "native_layer_norm": ("sample", "noncontig"), "nn.functional.layer_norm": ("sample", "noncontig"),
+    "nn.functional.linear_cross_entropy.chunked": ("sample", "noncontig", "grad"),
+    "nn.functional.linear_cross_entropy.chunked_none": ("sample", "noncontig", "grad"),
+    "nn.functional.scaled_dot_product_attention": ("sample", "grad"),
+}.items():
+    for _kind in _kinds:
+        XFAIL[(_op, _kind, torch.float16)] = (
+            "fp16 through ATen's generic decomposition on neuron (math addr / layer_norm / group_norm / SDPA, "
+            "chunked linear_cross_entropy) vs the CPU's fused fp32-accumulating kernel: fp16 rounding differs"
+        )
+XFAIL[("nn.functional.mish", "grad", torch.float16)] = (
+    "fp16 mish backward: one element differs by one fp16 ulp beyond tolerance (composite backward on neuron)"
+)
+
 # (op, dtype) -> (rtol, atol, reason): where neuron legitimately computes differently from the CPU.
 _MATH_NORM = (
     "no neuron kernel: ATen's CompositeExplicitAutograd math_native_{layer,group}_norm runs instead of the "

@@ -187,14 +187,15 @@ at::ScalarType widened(at::ScalarType computed) {
 }
 
 at::Tensor toFloat(const at::Tensor& t) {
-  at::Tensor f = t.to(at::kFloat);
+  at::Tensor f = t.to(t.scalar_type() == at::kComplexDouble ? at::kComplexFloat : at::kFloat);
   if (t.unsafeGetTensorImpl()->is_wrapped_number()) f.unsafeGetTensorImpl()->set_wrapped_number(true);
   return f;
 }
 
-// A float64 tensor argument to convert: on neuron, or a 0-dim host scalar next to them.
+// A float64 (or complex128) tensor argument to convert: on neuron, or a 0-dim host scalar next to them.
 bool convertible(const at::Tensor& t) {
-  return t.defined() && t.scalar_type() == at::kDouble && (t.device().is_privateuseone() || t.dim() == 0);
+  return t.defined() && (t.scalar_type() == at::kDouble || t.scalar_type() == at::kComplexDouble) &&
+      (t.device().is_privateuseone() || t.dim() == 0);
 }
 
 struct WriteBack {
@@ -259,6 +260,23 @@ bool emulateFp64(const c10::OperatorHandle& op, torch::jit::Stack* stack,
 
   const size_t base = stack->size() - nargs;
   std::vector<WriteBack> writes;
+  // One tensor passed twice (self and out=self) gets one float32 stand-in, so the kernel still sees the
+  // aliasing (in-place shape checks).
+  std::vector<std::pair<c10::TensorImpl*, at::Tensor>> converted;
+  auto convert = [&](const at::Tensor& t) {
+    for (const auto& c : converted) {
+      if (c.first == t.unsafeGetTensorImpl()) return c.second;
+    }
+    at::Tensor f = toFloat(t);
+    converted.emplace_back(t.unsafeGetTensorImpl(), f);
+    return f;
+  };
+  auto remember = [&](const at::Tensor& original, const at::Tensor& f) {
+    for (const auto& w : writes) {
+      if (w.original.unsafeGetTensorImpl() == original.unsafeGetTensorImpl()) return;
+    }
+    writes.push_back({original, f});
+  };
   for (size_t i = 0; i < nargs; ++i) {
     c10::IValue& v = (*stack)[base + i];
     const auto* alias = schema.arguments()[i].alias_info();
@@ -266,8 +284,8 @@ bool emulateFp64(const c10::OperatorHandle& op, torch::jit::Stack* stack,
     if (v.isTensor()) {
       const at::Tensor& t = v.toTensor();
       if (!convertible(t)) continue;
-      at::Tensor f = toFloat(t);
-      if (written) writes.push_back({t, f});
+      at::Tensor f = convert(t);
+      if (written) remember(t, f);
       v = f;
     } else if (v.isTensorList()) {
       c10::List<at::Tensor> list;
@@ -276,8 +294,8 @@ bool emulateFp64(const c10::OperatorHandle& op, torch::jit::Stack* stack,
           list.push_back(t);
           continue;
         }
-        at::Tensor f = toFloat(t);
-        if (written) writes.push_back({t, f});
+        at::Tensor f = convert(t);
+        if (written) remember(t, f);
         list.push_back(f);
       }
       v = std::move(list);
