@@ -15,6 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(autouse=True)
 def _fresh():
+    # fallback_ops() also reads the process-wide executed-op counts, which earlier tests filled.
+    import torchneuron
+
+    torchneuron.reset_executed_ops()
     coverage._reset_for_tests()
     yield
     coverage._reset_for_tests()
