@@ -62,6 +62,14 @@ XFAIL: dict[tuple[str, str, torch.dtype | None], str] = {
         "math SDPA backward in bf16 (softmax grad rounded to bf16 between matmuls) vs the CPU flash kernel's "
         "fp32 accumulation: up to 0.15 absolute on O(1) gradients"
     ),
+    ("native_layer_norm", "sample", torch.bfloat16): (
+        "empty bf16 input: ATen's generic math_native_layer_norm returns float32 mean/rstd where the CPU kernel "
+        "returns bf16 (values agree; dtype of the 0-element statistics differs)"
+    ),
+    ("native_layer_norm", "noncontig", torch.bfloat16): (
+        "empty bf16 input: ATen's generic math_native_layer_norm returns float32 mean/rstd where the CPU kernel "
+        "returns bf16 (values agree; dtype of the 0-element statistics differs)"
+    ),
     ("mode", "out", ANY): (
         "torch.mode(..., out=) checks the device type in ATen (CPU, CUDA, XPU only) before dispatch; the "
         "functional form works. Fix: a neuron kernel for mode.values"
@@ -137,7 +145,7 @@ _MATH_SDPA = (
     "kernel, so results differ by rounding"
 )
 TOLERANCE: dict[tuple[str, torch.dtype | None], tuple[float, float, str]] = {
-    ("native_layer_norm", torch.float32): (1.3e-6, 2e-4, _MATH_NORM + " (rstd of a 1-element dim: 316.22775 vs 316.22778)"),
+    ("native_layer_norm", torch.float32): (3e-6, 1e-3, _MATH_NORM + " (a 1-element normalised dim: x - mean is ~2e-6 instead of 0, times rstd 316 gives 7e-4)"),
     ("nn.functional.layer_norm", torch.float32): (1.3e-6, 2e-4, _MATH_NORM),
     ("native_layer_norm", torch.bfloat16): (1.6e-2, 1e-2, _MATH_NORM),
     ("nn.functional.layer_norm", torch.bfloat16): (1.6e-2, 1e-2, _MATH_NORM),
