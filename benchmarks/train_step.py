@@ -3,6 +3,9 @@
 - train_step: one optimizer step (zero_grad, forward, loss, backward, clip for GPT, step) of the MLP and the
   GPT-style decoder of tests/training/models.py, neuron time / CPU time (lower is better; target <= 1.3)
 - small_ops: per-call latency neuron/cpu of small ops (16x16 add/mul/matmul, a 64-element sum; target <= 1.5)
+- backward_bmm: a 32x64x32 bmm forward+backward, neuron/cpu. On neuron, backward runs in the autograd engine's
+  device thread, whose OpenMP team competes with the main thread's spinning team (on two cores this is ~10x;
+  with OMP_NUM_THREADS=1 it is ~1.3x): the main cause of a training-step ratio above 1 on small hosts
 - ops_per_step: how many ATen ops one neuron training step runs through the host fallback, so the ratio can
   be read as (fixed per-op overhead x ops) + kernel time
 """
@@ -84,6 +87,12 @@ def small_ops(device: str) -> dict[str, float]:
     return {name: per_call_seconds(fn, sync_for(device), inner=2000) for name, fn in ops.items()}
 
 
+def backward_bmm_seconds(device: str) -> float:
+    a = torch.randn(32, 64, 32, device=device, requires_grad=True)
+    b = torch.randn(32, 32, 64, device=device, requires_grad=True)
+    return per_call_seconds(lambda: torch.bmm(a, b).sum().backward(), sync_for(device), inner=20, repeats=5)
+
+
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--steps", type=int, default=10, help="training steps per timing sample")
@@ -99,6 +108,10 @@ def main() -> None:
             "ops_per_step": ops_per_step(kind),
             "overhead_us_per_op": round((neuron - cpu) / max(1, ops_per_step(kind)) * 1e6, 2),
         }
+    bw = {"cpu": backward_bmm_seconds("cpu"), "neuron": backward_bmm_seconds("neuron")}
+    result["backward_bmm"] = {"cpu_us": round(bw["cpu"] * 1e6, 1), "neuron_us": round(bw["neuron"] * 1e6, 1),
+                              "ratio": round(bw["neuron"] / bw["cpu"], 3),
+                              "omp_num_threads": os.environ.get("OMP_NUM_THREADS", "")}
     small = {"cpu": small_ops("cpu"), "neuron": small_ops("neuron")}
     for name in small["cpu"]:
         result["small_ops"][name] = {
