@@ -3,9 +3,11 @@
 - train_step: one optimizer step (zero_grad, forward, loss, backward, clip for GPT, step) of the MLP and the
   GPT-style decoder of tests/training/models.py, neuron time / CPU time (lower is better; target <= 1.3)
 - small_ops: per-call latency neuron/cpu of small ops (16x16 add/mul/matmul, a 64-element sum; target <= 1.5)
-- backward_bmm: a 32x64x32 bmm forward+backward, neuron/cpu. On neuron, backward runs in the autograd engine's
-  device thread, whose OpenMP team competes with the main thread's spinning team (on two cores this is ~10x;
-  with OMP_NUM_THREADS=1 it is ~1.3x): the main cause of a training-step ratio above 1 on small hosts
+- backward_bmm: a 32x64x32 bmm forward+backward, neuron and cpu, measured after the training runs. Neuron's
+  backward runs in the autograd engine's device thread, whose OpenMP team competes with the main thread's
+  spinning team. In a fresh process on two cores neuron takes ~7.7 ms vs the CPU's ~0.7 ms (~10x); once the
+  neuron thread exists the CPU's own backward slows down too (both ~7-8 ms here); with OMP_NUM_THREADS=1 both
+  are ~0.6 ms. This, not per-op dispatch, is where most of a training step's extra time goes
 - ops_per_step: how many ATen ops one neuron training step runs through the host fallback, so the ratio can
   be read as (fixed per-op overhead x ops) + kernel time
 """
