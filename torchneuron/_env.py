@@ -34,6 +34,7 @@ AUTOLOAD = _var("TORCH_DEVICE_BACKEND_AUTOLOAD", "1", "0: `import torch` does no
 
 # --- eager dtype rules (issue 3) ---
 FP64 = _var("TORCHNEURON_FP64", "emulate", "emulate: float64 computed in float32 as on NeuronCores; native: in float64")
+CONFORMANCE = _var("TORCHNEURON_CONFORMANCE", "", "full: the pytest OpInfo suite runs all of op_db and every dtype (default: the CI subset)")
 
 # --- lowering / compiler (issue 5) ---
 EAGER = _var("TORCHNEURON_EAGER", "host", "host: eager ops run as host kernels; lowered: every op through StableHLO + XLA:CPU")

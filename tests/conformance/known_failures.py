@@ -22,17 +22,8 @@ METADATA_ONLY: dict[str, str] = {
 
 # op -> reason. Ops that currently kill the process. report.py runs them in a worker and counts them as
 # failed; the pytest suite skips them so one crash does not end the run.
-_CONJ_COPY = (
-    "complex results carry the conjugate bit; copying a conjugated neuron tensor (_copy_from) goes through "
-    "ATen's Conjugate fallback, which materialises with clone -> copy_ -> _copy_from again: unbounded "
-    "recursion, stack overflow. Fix (C++ core, reported): register _copy_from/_copy_from_and_resize as "
-    "fallthrough for the Conjugate and Negative keys and carry is_conj/is_neg onto host aliases"
-)
-CRASH: dict[str, str] = {
-    name: _CONJ_COPY
-    for name in ("polar", "fft.ifft", "fft.hfft", "fft.hfft2", "fft.hfftn", "fft.ihfft", "fft.ihfft2",
-                 "fft.ihfftn", "linalg.eig", "linalg.eigvals")
-}
+# Empty since conjugate/negative copies were fixed in the C++ core (csrc/aten/RegisterMinimal.cpp).
+CRASH: dict[str, str] = {}
 
 # (op, kind, dtype) -> reason. Run and counted; failing samples are expected.
 _SPARSE = "sparse layouts: neuron registers no SparsePrivateUse1/SparseCsrPrivateUse1 kernels (Trainium has no sparse formats)"

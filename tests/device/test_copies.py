@@ -68,3 +68,13 @@ def test_functional_outputs_are_device_memory_without_copies():
     after = torch.neuron.memory_stats()["allocation.all.allocated"]
     assert b.device.type == "neuron" and after > before  # the result was allocated on the device
     assert torch.equal(b.cpu(), torch.relu(a.cpu()))
+
+
+def test_conjugated_and_complex_results_copy_back():
+    a, b = torch.randn(8), torch.randn(8)
+    p = torch.polar(a.abs().to("neuron"), b.to("neuron"))
+    assert torch.allclose(p.cpu(), torch.polar(a.abs(), b))
+    z = torch.randn(6, dtype=torch.complex64)
+    zc = z.to("neuron").conj()  # lazily conjugated view
+    assert zc.is_conj() and torch.equal(zc.cpu(), z.conj())
+    assert torch.allclose(torch.fft.ifft(a.to("neuron")).cpu(), torch.fft.ifft(a))

@@ -29,6 +29,9 @@ at::Tensor hostAlias(const at::Tensor& t) {
   auto alias = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(std::move(impl)),
                                                         c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
   alias.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  // Lazy conjugation / negation are views too: the host kernel must see them, not the raw bytes.
+  if (t.is_conj()) alias._set_conj(true);
+  if (t.is_neg()) alias._set_neg(true);
   return alias;
 }
 
