@@ -44,18 +44,12 @@ DeviceCache::DeviceCache(int device) : device_(device) {}
 
 DeviceCache::~DeviceCache() = default;  // leaked at exit with the process, like CUDA's caches
 
-DeviceCache::StatTypes DeviceCache::statTypes(const BlockPool& pool) const {
-  StatTypes types{};
-  types[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)] = true;
-  types[static_cast<size_t>(pool.is_small ? c10::CachingAllocator::StatType::SMALL_POOL
-                                          : c10::CachingAllocator::StatType::LARGE_POOL)] = true;
-  return types;
-}
-
 void DeviceCache::update(c10::CachingAllocator::StatArray& stat, const BlockPool& pool, int64_t delta) {
-  auto types = statTypes(pool);
-  for (size_t i = 0; i < types.size(); ++i) {
-    if (!types[i]) continue;
+  // Every change counts towards "all" and towards the block's own pool (torch.cuda's StatType layout).
+  constexpr auto kAll = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  const auto kPool = static_cast<size_t>(pool.is_small ? c10::CachingAllocator::StatType::SMALL_POOL
+                                                       : c10::CachingAllocator::StatType::LARGE_POOL);
+  for (size_t i : {kAll, kPool}) {
     if (delta >= 0) stat[i].increase(static_cast<size_t>(delta));
     else stat[i].decrease(static_cast<size_t>(-delta));
   }

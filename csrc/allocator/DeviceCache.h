@@ -65,8 +65,6 @@ class DeviceCache {
   size_t reservedBytes();
 
  private:
-  using StatTypes = c10::CachingAllocator::StatTypes;
-  StatTypes statTypes(const BlockPool& pool) const;
   void update(c10::CachingAllocator::StatArray& stat, const BlockPool& pool, int64_t delta);
 
   bool takeFreeBlock(BlockPool& pool, int stream, size_t size, Block** out);
