@@ -227,10 +227,11 @@ void runOnHost(const c10::OperatorHandle& op, OpEntry& entry, torch::jit::Stack*
     }
   }
 
-  auto queue = currentQueue(device);
+  const c10::Stream stream = currentStream(device);  // looked up once: this is the per-op path
+  auto queue = queueOf(stream);
   if (!queue->idle()) queue->drain();  // stream order: earlier async work on this stream finishes first
   {
-    CaptureOutputsOnDevice capture(device, static_cast<int>(currentStream(device).id()));
+    CaptureOutputsOnDevice capture(device, static_cast<int>(stream.id()));
     try {
       op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
     } catch (c10::Error& e) {
