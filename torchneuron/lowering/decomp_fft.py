@@ -1,4 +1,4 @@
-"""Neuron decompositions: fft ops torch-mlir has no StableHLO lowering for (filled in by issue 5's coverage work)."""
+"""Neuron decompositions: FFT and complex-construction ops torch-mlir has no StableHLO lowering for (filled in by issue 5's coverage work)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Neuron decompositions: special ops torch-mlir has no StableHLO lowering for (filled in by issue 5's coverage work)."""
+"""Neuron decompositions: gamma, error-function and related special functions torch-mlir has no StableHLO lowering for (filled in by issue 5's coverage work)."""
 
 from __future__ import annotations
 

@@ -417,8 +417,8 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     table[aten._batch_norm_with_update_functional.default] = _batch_norm_with_update_functional
     table.update(attention.table())  # replaces PyTorch's (its logsumexp output is wrong)
     # Ops torch-mlir cannot legalize at all, rewritten into ones it can (one module per family).
-    from . import decomp_fft, decomp_linalg, decomp_misc, decomp_special
-    for family in (decomp_special, decomp_linalg, decomp_fft, decomp_misc):
+    from . import decomp_bessel, decomp_fft, decomp_indexing, decomp_linalg, decomp_nn, decomp_special
+    for family in (decomp_special, decomp_bessel, decomp_linalg, decomp_fft, decomp_indexing, decomp_nn):
         table.update(family.table())
     for prim, target, fn in _prims_table():
         if target not in table and prim not in table:  # a target that decomposes into the prim would loop

@@ -1,0 +1,11 @@
+"""Neuron decompositions: pooling, padding, convolution and other nn.functional ops torch-mlir has no StableHLO lowering for (filled in by issue 5's coverage work)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+
+def table() -> dict[torch._ops.OperatorBase, Callable]:
+    return {}
