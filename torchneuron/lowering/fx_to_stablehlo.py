@@ -148,6 +148,8 @@ def _to_stablehlo(gm: fx.GraphModule, func_name: str) -> str:
     context = ir.Context()
     torch_d.register_dialect(context)
     importer = FxImporter(context=context)
+    module = None
+    backend_ir = False  # True once the module is in Torch backend IR (the StableHLO pipeline is running)
     try:
         importer.import_stateless_graph(gm.graph, func_name=func_name)
         module = importer.module
@@ -157,9 +159,17 @@ def _to_stablehlo(gm: fx.GraphModule, func_name: str) -> str:
                 "builtin.module(func.func(torch-match-quantized-custom-ops), "
                 "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})",
                 "Lowering TorchFX IR -> Torch Backend IR")
+            backend_ir = True
             lower_mlir_module(False, OutputType.STABLEHLO, module)
     except TorchMlirCompilerError as e:
         mlir_op, first = summarize_mlir_error(str(e) + "\n" + diagnostics.text)
+        if backend_ir and not _is_op_name(mlir_op):
+            # The backend-contract check reports the first illegal op in program order, usually a constant
+            # feeding the op that really failed; name the op the conversion left behind instead.
+            leftover = _unconverted_op(module)
+            if leftover is not None:
+                mlir_op = leftover
+                first = f"the conversion left it unconverted (reported as: {first.split(':')[0]})"
         raise StableHLOLoweringError(f"torch-mlir cannot lower {mlir_op or 'the graph'} to StableHLO: {first}",
                                      mlir_op) from None
     except (NotImplementedError, KeyError, AssertionError, TypeError, ValueError) as e:
@@ -175,3 +185,36 @@ def _to_stablehlo(gm: fx.GraphModule, func_name: str) -> str:
             raise StableHLOLoweringError(f"lowering left {dialect.rstrip('.')} ops in the module "
                                          "(no StableHLO form for them)", None)
     return text
+
+
+# torch-dialect ops that are operands/plumbing of a real op, never the reason a conversion fails
+_PLUMBING = ("torch.constant.", "torch.prim.ListConstruct", "torch.prim.TupleConstruct", "torch_c.")
+
+
+def _is_op_name(mlir_op: str | None) -> bool:
+    return mlir_op is not None and not mlir_op.startswith(_PLUMBING)
+
+
+def _unconverted_op(module) -> str | None:
+    """The first torch-dialect op (an ATen op, or a ``torch.operator``'s name) left in a module whose
+    StableHLO conversion failed, or None. The conversion to StableHLO is partial, so what it could not
+    convert is still there, with its constant operands."""
+    found: list[str] = []
+
+    def walk(op) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.operations:
+                    name = child.operation.name
+                    if name == "torch.operator":
+                        found.append(str(child.operation.attributes["name"]).strip('"'))
+                    elif name.startswith("torch.") and _is_op_name(name):
+                        found.append(name)
+                    walk(child.operation)
+
+    try:
+        walk(module.operation)
+    except Exception:  # noqa: BLE001 - diagnosis only: never mask the original error
+        return None
+    aten = [n for n in found if n.startswith("torch.aten.")]
+    return (aten or found or [None])[0]
