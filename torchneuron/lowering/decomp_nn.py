@@ -1,11 +1,433 @@
-"""Neuron decompositions: pooling, padding, convolution and other nn.functional ops torch-mlir has no StableHLO lowering for (filled in by issue 5's coverage work)."""
+"""Neuron decompositions: pooling, padding, convolution and other nn.functional ops torch-mlir has no StableHLO
+lowering for (or lowers wrongly), rewritten into ATen ops it does lower: slicing, ``index_select``/``gather``
+with index tensors computed from static sizes, matmul, reductions, regular convolution.
+
+Shared conventions: every decomposition is traced with fake tensors, so positions and weights derive from
+static sizes only (``arange`` arithmetic, no data-dependent control flow); reduced-precision inputs are
+computed in float32 where the CPU kernel accumulates in float, and cast back once.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 
+aten = torch.ops.aten
 
+
+# ------------------------------------------------------------------------------------------------ helpers
+def _tuple(v, n: int) -> list[int]:
+    """An ``int[n]`` argument as a list of n ints (ATen accepts one value for all dims)."""
+    v = list(v) if isinstance(v, (list, tuple)) else [v]
+    return v * n if len(v) == 1 else v
+
+
+def _zeros(shape, dtype, device=None):
+    """A zero tensor built from a broadcast scalar (lowers for any shape, including zero-size ones)."""
+    zero = aten.scalar_tensor.default(0, dtype=dtype, device=device)
+    return aten.clone.default(aten.expand.default(zero, list(shape)))
+
+
+def _arange(n: int, device=None):
+    return aten.arange.start_step(0, n, 1, dtype=torch.int64, device=device)
+
+
+def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Accumulation dtype: CPU kernels accumulate half/bfloat16 in float."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def _cast(x, dtype):
+    return x if x.dtype == dtype else aten._to_copy.default(x, dtype=dtype)
+
+
+def _select_along(x, dim: int, idx):
+    """``x`` indexed along ``dim`` by an integer tensor ``idx`` of any shape: the dim is replaced by idx's
+    dims (``index_select`` on the flattened index, then a reshape)."""
+    flat = aten.index_select.default(x, dim, aten.reshape.default(idx, [-1]))
+    shape = list(x.shape)
+    return aten.reshape.default(flat, shape[:dim] + list(idx.shape) + shape[dim + 1:])
+
+
+# ------------------------------------------------------------------------------------------------ padding
+def _pad_nd(mode: str) -> Callable:
+    """Reflection / replication padding of the last len(padding)/2 dims as slices (+ flips) concatenated
+    around the input, one dim at a time (torch-mlir's own lowering fails on zero-size inputs). Negative
+    padding crops, as in eager."""
+    def decomp(x, padding):
+        pads = list(padding)
+        for i in range(len(pads) // 2):
+            dim = x.dim() - 1 - i
+            x = _pad_dim(x, dim, pads[2 * i], pads[2 * i + 1], mode)
+        return x
+    return decomp
+
+
+def _pad_dim(x, dim: int, left: int, right: int, mode: str):
+    n = x.shape[dim]
+    if x.numel() == 0:
+        shape = list(x.shape)
+        shape[dim] = n + left + right
+        return _zeros(shape, x.dtype, x.device)
+    middle = aten.slice.Tensor(x, dim, max(0, -left), n - max(0, -right))
+    parts = []
+    if left > 0:
+        if mode == "reflect":  # x[left], ..., x[1]
+            parts.append(aten.flip.default(aten.slice.Tensor(x, dim, 1, left + 1), [dim]))
+        else:
+            parts.append(aten.expand.default(aten.slice.Tensor(x, dim, 0, 1), _size_at(x, dim, left)))
+    parts.append(middle)
+    if right > 0:
+        if mode == "reflect":  # x[n-2], ..., x[n-1-right]
+            parts.append(aten.flip.default(aten.slice.Tensor(x, dim, n - 1 - right, n - 1), [dim]))
+        else:
+            parts.append(aten.expand.default(aten.slice.Tensor(x, dim, n - 1, n), _size_at(x, dim, right)))
+    return aten.cat.default(parts, dim) if len(parts) > 1 else aten.clone.default(middle)
+
+
+def _size_at(x, dim: int, n: int) -> list[int]:
+    shape = list(x.shape)
+    shape[dim] = n
+    return shape
+
+
+# ------------------------------------------------------------------------------------------------ pooling
+def _adaptive_bounds(n_in: int, n_out: int) -> list[tuple[int, int]]:
+    """PyTorch's adaptive pooling windows: [floor(o*n_in/n_out), ceil((o+1)*n_in/n_out))."""
+    return [((o * n_in) // n_out, -((-(o + 1) * n_in) // n_out)) for o in range(n_out)]
+
+
+def _adaptive_avg_along(x, dim: int, n_out: int):
+    """Adaptive average over one dim: a reshape + mean when the windows tile the dim, otherwise a matmul
+    with the (static) averaging matrix. Averages over boxes are separable, so N-d pooling is this per dim."""
+    n_in = x.shape[dim]
+    if n_in % n_out == 0:
+        shape = list(x.shape)
+        return aten.mean.dim(aten.reshape.default(x, shape[:dim] + [n_out, n_in // n_out] + shape[dim + 1:]),
+                             [dim + 1])
+    o = aten.unsqueeze.default(_arange(n_out, x.device), 1)
+    j = aten.unsqueeze.default(_arange(n_in, x.device), 0)
+    start = aten.div.Tensor_mode(aten.mul.Tensor(o, n_in), n_out, rounding_mode="floor")
+    end = aten.neg.default(aten.div.Tensor_mode(aten.mul.Tensor(aten.add.Tensor(o, 1), -n_in), n_out,
+                                                rounding_mode="floor"))
+    inside = aten.logical_and.default(aten.ge.Tensor(j, start), aten.lt.Tensor(j, end))
+    weights = aten.div.Tensor(_cast(inside, x.dtype), _cast(aten.sub.Tensor(end, start), x.dtype))  # [n_out, n_in]
+    moved = aten.movedim.int(x, dim, -1)
+    out = aten.matmul.default(moved, aten.t.default(weights))
+    return aten.movedim.int(out, -1, dim)
+
+
+def _adaptive_avg_pool(nd: int, native: bool) -> Callable:
+    """Adaptive average pooling over the last ``nd`` dims, separably (see ``_adaptive_avg_along``), in the
+    accumulation dtype. ``native``: torch-mlir lowers the case where every window tiles its dim itself."""
+    def decomp(x, output_size):
+        out_size = _tuple(output_size, nd)
+        spatial = list(x.shape[-nd:])
+        if native and all(n % o == 0 for n, o in zip(spatial, out_size)) and x.numel() > 0:
+            return NotImplemented
+        if x.numel() == 0 or 0 in out_size:
+            return _zeros(list(x.shape[:-nd]) + out_size, x.dtype, x.device)
+        y = _cast(x, _acc_dtype(x.dtype))
+        for i in range(nd):
+            y = _adaptive_avg_along(y, x.dim() - nd + i, out_size[i])
+        return _cast(y, x.dtype)
+    return decomp
+
+
+def _pool_out(length: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
+    out = (length + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)) // s + 1
+    if ceil and (out - 1) * s >= length + p:
+        out -= 1
+    return out
+
+
+def _avg_pool3d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+    """Average pooling as a depthwise convolution with a ones kernel (window sums) divided by the window
+    counts PyTorch uses (a convolution of the validity mask), which covers ceil mode, count_include_pad and
+    divisor_override; torch-mlir's reduce_window lowering mis-sizes ceil-mode windows."""
+    nd = 3
+    k, p = _tuple(kernel_size, nd), _tuple(padding, nd)
+    st = _tuple(stride, nd) if stride else k
+    unbatched = x.dim() == nd + 1
+    if unbatched:
+        x = aten.unsqueeze.default(x, 0)
+    n, c = x.shape[:2]
+    sizes = list(x.shape[2:])
+    outs = [_pool_out(sizes[i], k[i], st[i], p[i], 1, ceil_mode) for i in range(nd)]
+    if x.numel() == 0:
+        out = _zeros([n, c] + outs, x.dtype, x.device)
+        return aten.squeeze.dim(out, 0) if unbatched else out
+    extra = [max(0, (outs[i] - 1) * st[i] + k[i] - (sizes[i] + 2 * p[i])) for i in range(nd)]
+    acc = _acc_dtype(x.dtype)
+    xa = _cast(x, acc)
+
+    def pad_list(lo, hi):  # constant_pad_nd order: last dim first
+        return [v for i in reversed(range(nd)) for v in (lo[i], hi[i])]
+
+    padded = aten.constant_pad_nd.default(xa, pad_list(p, [p[i] + extra[i] for i in range(nd)]), 0.0)
+    ones_k = aten.expand.default(aten.scalar_tensor.default(1.0, dtype=acc), [c, 1] + k)
+    sums = aten.convolution.default(padded, ones_k, None, st, [0] * nd, [1] * nd, False, [0] * nd, c)
+    if divisor_override:
+        out = aten.div.Tensor(sums, divisor_override)
+    else:
+        real = aten.expand.default(aten.scalar_tensor.default(1.0, dtype=acc), [1, 1] + sizes)
+        if count_include_pad:  # explicit padding counts, the ceil-mode overhang does not
+            mask = aten.constant_pad_nd.default(aten.constant_pad_nd.default(real, pad_list(p, p), 1.0),
+                                                pad_list([0] * nd, extra), 0.0)
+        else:
+            mask = aten.constant_pad_nd.default(real, pad_list(p, [p[i] + extra[i] for i in range(nd)]), 0.0)
+        one_k = aten.expand.default(aten.scalar_tensor.default(1.0, dtype=acc), [1, 1] + k)
+        counts = aten.convolution.default(mask, one_k, None, st, [0] * nd, [1] * nd, False, [0] * nd, 1)
+        out = aten.div.Tensor(sums, counts)
+    out = _cast(out, x.dtype)
+    return aten.squeeze.dim(out, 0) if unbatched else out
+
+
+def _windows(x, positions: list):
+    """Gather pooling windows: ``positions[i]`` is an [O_i, K_i] int tensor of coordinates along the i-th of
+    x's last len(positions) dims. Returns x's leading dims + [O_1, ..., O_n, K_1 * ... * K_n]."""
+    nd = len(positions)
+    lead = x.dim() - nd
+    for i, pos in enumerate(positions):
+        x = _select_along(x, lead + 2 * i, pos)  # dim lead+i became (O_i, K_i) pairs before it
+    perm = list(range(lead)) + [lead + 2 * i for i in range(nd)] + [lead + 2 * i + 1 for i in range(nd)]
+    x = aten.permute.default(x, perm)
+    return aten.reshape.default(x, list(x.shape[:lead + nd]) + [-1])
+
+
+def _flat_positions(positions: list, sizes: list[int]):
+    """[O_1, ..., O_n, K] flat (row-major over ``sizes``) input offsets matching ``_windows``' layout."""
+    nd = len(positions)
+    total = None
+    for i, pos in enumerate(positions):
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = pos.shape[0], pos.shape[1]
+        term = aten.mul.Tensor(aten.reshape.default(pos, shape), math.prod(sizes[i + 1:]))
+        total = term if total is None else aten.add.Tensor(total, term)
+    return aten.reshape.default(total, list(total.shape[:nd]) + [-1])
+
+
+def _window_max(win, valid, flat):
+    """Max over the last dim of gathered windows and PyTorch's argmax: the first maximum, or the last NaN
+    (the CPU kernels update on ``val > max || isnan(val)``); ``valid`` masks padding, ``flat`` maps a window
+    slot to the flat input offset returned as the index."""
+    values = aten.amax.default(win, [-1])
+    if valid is not None:
+        values_hit = aten.logical_and.default(aten.eq.Tensor(win, aten.unsqueeze.default(values, -1)), valid)
+    else:
+        values_hit = aten.eq.Tensor(win, aten.unsqueeze.default(values, -1))
+    first = aten.argmax.default(_cast(values_hit, torch.int32), -1, True)
+    nan = aten.isnan.default(win)
+    if valid is not None:
+        nan = aten.logical_and.default(nan, valid)
+    k = win.shape[-1]
+    last_nan = aten.rsub.Scalar(aten.argmax.default(_cast(aten.flip.default(nan, [-1]), torch.int32), -1, True),
+                                k - 1)
+    slot = aten.where.self(aten.isnan.default(aten.unsqueeze.default(values, -1)), last_nan, first)
+    flat = aten.expand.default(flat, list(win.shape))
+    return values, aten.squeeze.dim(aten.gather.default(flat, -1, slot), -1)
+
+
+def _max_pool3d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    """3-d max pooling with indices by gathering every window (static positions) and reducing; torch-mlir
+    has no lowering for ``max_pool3d_with_indices``."""
+    nd = 3
+    k, p, d = _tuple(kernel_size, nd), _tuple(padding, nd), _tuple(dilation, nd)
+    st = _tuple(stride, nd) if stride else k
+    sizes = list(x.shape[-nd:])
+    outs = [_pool_out(sizes[i], k[i], st[i], p[i], d[i], ceil_mode) for i in range(nd)]
+    lead = list(x.shape[:-nd])
+    if x.numel() == 0:
+        return _zeros(lead + outs, x.dtype, x.device), _zeros(lead + outs, torch.int64, x.device)
+    # coordinates in the unpadded input; out-of-range ones (padding, ceil overhang) are clamped for the
+    # gather and masked out of the maximum
+    coords, valid = [], None
+    for i in range(nd):
+        o = aten.unsqueeze.default(_arange(outs[i], x.device), 1)
+        j = aten.unsqueeze.default(_arange(k[i], x.device), 0)
+        c = aten.sub.Tensor(aten.add.Tensor(aten.mul.Tensor(o, st[i]), aten.mul.Tensor(j, d[i])), p[i])
+        coords.append(c)
+        ok = aten.logical_and.default(aten.ge.Scalar(c, 0), aten.lt.Scalar(c, sizes[i]))
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = outs[i], k[i]
+        ok = aten.reshape.default(ok, shape)
+        valid = ok if valid is None else aten.logical_and.default(valid, ok)
+    valid = aten.reshape.default(valid, outs + [-1])
+    clamped = [aten.clamp.default(c, 0, sizes[i] - 1) for i, c in enumerate(coords)]
+    win = _windows(x, clamped)
+    neg_inf = aten.scalar_tensor.default(float("-inf"), dtype=x.dtype, device=x.device)
+    win = aten.where.self(valid, win, neg_inf)
+    return _window_max(win, valid, _flat_positions(clamped, sizes))
+
+
+def _adaptive_max_pool3d(x, output_size):
+    """Adaptive 3-d max pooling with indices: each window gathered at static positions (windows shorter than
+    the longest repeat their last element, which changes neither the maximum nor its first index)."""
+    nd = 3
+    outs = _tuple(output_size, nd)
+    sizes = list(x.shape[-nd:])
+    lead = list(x.shape[:-nd])
+    if x.numel() == 0 or 0 in outs:
+        return _zeros(lead + outs, x.dtype, x.device), _zeros(lead + outs, torch.int64, x.device)
+    positions = []
+    for i in range(nd):
+        bounds = _adaptive_bounds(sizes[i], outs[i])
+        kmax = max(e - s for s, e in bounds)
+        o = aten.unsqueeze.default(_arange(outs[i], x.device), 1)
+        j = aten.unsqueeze.default(_arange(kmax, x.device), 0)
+        start = aten.div.Tensor_mode(aten.mul.Tensor(o, sizes[i]), outs[i], rounding_mode="floor")
+        last = aten.sub.Tensor(aten.neg.default(aten.div.Tensor_mode(
+            aten.mul.Tensor(aten.add.Tensor(o, 1), -sizes[i]), outs[i], rounding_mode="floor")), 1)
+        positions.append(aten.minimum.default(aten.add.Tensor(start, j), last))
+    win = _windows(x, positions)
+    return _window_max(win, None, _flat_positions(positions, sizes))
+
+
+# ------------------------------------------------------------------------------------------------ convolution
+def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """Transposed convolution with output_padding: torch-mlir mis-sizes it, but lowers transposed
+    convolution without output_padding correctly. Output_padding only extends the output past the
+    (right) cropping of ``padding``, so compute it with padding ``max(p - op, 0)``, crop the first
+    ``p - that`` positions and zero-extend if op > p, then add the bias (the extension gets it too)."""
+    if not transposed or not any(output_padding):
+        return NotImplemented
+    nd = x.dim() - 2
+    p, op = _tuple(padding, nd), _tuple(output_padding, nd)
+    inner_p = [max(pi - oi, 0) for pi, oi in zip(p, op)]
+    y = aten.convolution.default(x, weight, None, stride, inner_p, dilation, True, [0] * nd, groups)
+    for i in range(nd):
+        dim = 2 + i
+        crop = p[i] - inner_p[i]
+        if crop:
+            y = aten.slice.Tensor(y, dim, crop, y.shape[dim])
+        extend = max(op[i] - p[i], 0)
+        if extend:
+            y = aten.cat.default([y, _zeros(_size_at(y, dim, extend), y.dtype, y.device)], dim)
+    if bias is not None:
+        y = aten.add.Tensor(y, aten.reshape.default(bias, [-1] + [1] * nd))
+    return y
+
+
+# ------------------------------------------------------------------------------------------------ unfold
+def _im2col(x, kernel_size, dilation, padding, stride):
+    """``unfold`` (im2col): zero-pad, gather every block row/column at static positions, and lay the
+    kernel offsets out as channels; PyTorch's own decomposition leaves an in-place copy after
+    functionalization."""
+    k, d, p, s = _tuple(kernel_size, 2), _tuple(dilation, 2), _tuple(padding, 2), _tuple(stride, 2)
+    batched = x.dim() == 4
+    if not batched:
+        x = aten.unsqueeze.default(x, 0)
+    n, c, h, w = x.shape
+    outs = [(size + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i, size in enumerate((h, w))]
+    if x.numel() == 0:
+        out = _zeros([n, c * k[0] * k[1], outs[0] * outs[1]], x.dtype, x.device)
+        return out if batched else aten.squeeze.dim(out, 0)
+    xp = aten.constant_pad_nd.default(x, [p[1], p[1], p[0], p[0]], 0.0)
+    pos = []
+    for i in range(2):  # [K_i, O_i]: kernel offset major, as im2col's channel layout wants
+        j = aten.unsqueeze.default(_arange(k[i], x.device), 1)
+        o = aten.unsqueeze.default(_arange(outs[i], x.device), 0)
+        pos.append(aten.add.Tensor(aten.mul.Tensor(j, d[i]), aten.mul.Tensor(o, s[i])))
+    y = _select_along(xp, 2, pos[0])          # n, c, kh, oh, W
+    y = _select_along(y, 4, pos[1])           # n, c, kh, oh, kw, ow
+    y = aten.permute.default(y, [0, 1, 2, 4, 3, 5])
+    out = aten.reshape.default(y, [n, c * k[0] * k[1], outs[0] * outs[1]])
+    return out if batched else aten.squeeze.dim(out, 0)
+
+
+def _unfold_copy(x, dimension, size, step):
+    """``Tensor.unfold`` as a copy: gather the windows along ``dimension`` ([n_windows, size] positions)
+    and move the window dim last; torch-mlir crashes on the view form."""
+    if x.dim() == 0:
+        return aten.reshape.default(aten.clone.default(x), [size])
+    dim = dimension % x.dim()
+    count = (x.shape[dim] - size) // step + 1
+    if x.numel() == 0 or count * size == 0:
+        shape = _size_at(x, dim, count) + [size]
+        return _zeros(shape, x.dtype, x.device)
+    o = aten.unsqueeze.default(_arange(count, x.device), 1)
+    j = aten.unsqueeze.default(_arange(size, x.device), 0)
+    y = _select_along(x, dim, aten.add.Tensor(aten.mul.Tensor(o, step), j))
+    return aten.movedim.int(y, dim + 1, -1)
+
+
+# ------------------------------------------------------------------------------------------------ distances
+def _pdist(x, p=2.0):
+    """Condensed pairwise distances (rows i < j, row-major): the pair list is static, so the rows of every
+    pair are gathered with index tensors computed from N and reduced as in ``torch.cdist``."""
+    n, m = x.shape
+    pairs = n * (n - 1) // 2
+    if pairs == 0 or m == 0:
+        return _zeros([pairs], x.dtype, x.device)
+    # pair t belongs to the row i with f(i) <= t < f(i+1), f(i) = i*n - i*(i+1)/2 pairs before row i;
+    # counting the rows whose first pair is <= t finds i without any data-dependent step
+    t = aten.unsqueeze.default(_arange(pairs, x.device), 1)
+    rows = aten.unsqueeze.default(aten.arange.start_step(1, n, 1, dtype=torch.int64, device=x.device), 0)
+    firsts = aten.sub.Tensor(aten.mul.Tensor(rows, n), aten.div.Tensor_mode(
+        aten.mul.Tensor(rows, aten.add.Tensor(rows, 1)), 2, rounding_mode="floor"))
+    i = aten.sum.dim_IntList(_cast(aten.le.Tensor(firsts, t), torch.int64), [1])
+    first_of_i = aten.sub.Tensor(aten.mul.Tensor(i, n), aten.div.Tensor_mode(
+        aten.mul.Tensor(i, aten.add.Tensor(i, 1)), 2, rounding_mode="floor"))
+    j = aten.add.Tensor(aten.sub.Tensor(aten.squeeze.dim(t, 1), first_of_i), aten.add.Tensor(i, 1))
+    diff = aten.sub.Tensor(aten.index_select.default(x, 0, i), aten.index_select.default(x, 0, j))
+    a = aten.abs.default(diff)
+    if p == 0:
+        return aten.sum.dim_IntList(_cast(aten.ne.Scalar(a, 0), x.dtype), [-1])
+    if p == float("inf"):
+        return aten.amax.default(a, [-1])
+    if p == 1:
+        return aten.sum.dim_IntList(a, [-1])
+    if p == 2:
+        return aten.sqrt.default(aten.sum.dim_IntList(aten.mul.Tensor(diff, diff), [-1]))
+    return aten.pow.Tensor_Scalar(aten.sum.dim_IntList(aten.pow.Tensor_Scalar(a, p), [-1]), 1.0 / p)
+
+
+# ------------------------------------------------------------------------------------------------ bilinear
+def _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
+    """``_trilinear`` (behind ``F.bilinear``) as one einsum: each input is unsqueezed at its ``expand``
+    dims, the three are multiplied and ``sumdim`` summed out; einsum contracts pairwise through bmm."""
+    nd = i1.dim() + len(expand1)
+    letters = "abcdefghijklmnopqrstuvwxyz"[:nd]
+    specs, size = [], [1] * nd
+    for t, expand in ((i1, expand1), (i2, expand2), (i3, expand3)):
+        dims = [d for d in range(nd) if d not in expand]
+        specs.append("".join(letters[d] for d in dims))
+        for axis, d in enumerate(dims):
+            size[d] = max(size[d], t.shape[axis])
+    present = set("".join(specs))
+    kept = [d for d in range(nd) if d not in sumdim]
+    out_shape = [size[d] for d in kept]
+    if math.prod(out_shape) == 0 or any(t.numel() == 0 for t in (i1, i2, i3)):
+        # zero-size operands: a sum over an empty range is 0 (torch-mlir mis-types zero-size contractions)
+        return _zeros(out_shape, i1.dtype, i1.device)
+    out = aten.einsum.default(
+        f"{specs[0]},{specs[1]},{specs[2]}->" + "".join(letters[d] for d in kept if letters[d] in present),
+        [i1, i2, i3])
+    # a kept dim every input expands has size 1
+    return aten.reshape.default(out, out_shape)
+
+
+# ------------------------------------------------------------------------------------------------ table
 def table() -> dict[torch._ops.OperatorBase, Callable]:
-    return {}
+    t: dict = {
+        aten.reflection_pad1d.default: _pad_nd("reflect"),
+        aten.reflection_pad2d.default: _pad_nd("reflect"),
+        aten.reflection_pad3d.default: _pad_nd("reflect"),
+        aten.replication_pad1d.default: _pad_nd("replicate"),
+        aten.replication_pad2d.default: _pad_nd("replicate"),
+        aten.replication_pad3d.default: _pad_nd("replicate"),
+        aten._adaptive_avg_pool2d.default: _adaptive_avg_pool(2, native=True),
+        aten._adaptive_avg_pool3d.default: _adaptive_avg_pool(3, native=False),
+        aten.avg_pool3d.default: _avg_pool3d,
+        aten.max_pool3d_with_indices.default: _max_pool3d,
+        aten.adaptive_max_pool3d.default: _adaptive_max_pool3d,
+        aten.convolution.default: _convolution,
+        aten.im2col.default: _im2col,
+        aten.unfold_copy.default: _unfold_copy,
+        aten._pdist_forward.default: _pdist,
+        aten._trilinear.default: _trilinear,
+    }
+    return t
