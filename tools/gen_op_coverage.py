@@ -113,6 +113,9 @@ def _make_checker(timeout: int):
                 except AssertionError as err:
                     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
                     return "; ".join(lines[:3])[:200]
+            elif isinstance(e, (bool, int, float)) and not isinstance(a, torch.Tensor):
+                if type(a) is not type(e) or (a != e and not (a != a and e != e)):  # NaN equals NaN here
+                    return f"value {a!r} vs {e!r}"
         return None
 
     def clone(tree):
@@ -150,7 +153,7 @@ def _make_checker(timeout: int):
                     prog, info, values, dyn = program_cache().lookup(func, args, kwargs)
                     if isinstance(prog, Unsupported):
                         why = str(prog).removeprefix(f"{info.name}: ")
-                        status = "runtime" if why.startswith(("view", "no tensor inputs")) else "missing"
+                        status = "runtime" if why.startswith(("view", "runtime check", "no tensor inputs")) else "missing"
                         events.append((name, status, why[:300]))
                         continue
                     actual = prog(info, values, dyn)

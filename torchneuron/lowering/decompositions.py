@@ -378,6 +378,22 @@ def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_
     return aten.squeeze.dim(out, 0) if unbatched else out
 
 
+def _bool_compare(op: torch._ops.OpOverload) -> Callable:
+    """torch-mlir emits ``stablehlo.compare`` on i1 operands with a SIGNED comparison type, which XLA's
+    verifier rejects (booleans compare UNSIGNED). Compare bools as int32 0/1 instead: same order, same
+    result; every other dtype goes to torch-mlir's own lowering (``NotImplemented``)."""
+
+    def compare(a, b):
+        a_bool = isinstance(a, torch.Tensor) and a.dtype == torch.bool
+        b_bool = (isinstance(b, torch.Tensor) and b.dtype == torch.bool) or isinstance(b, bool)
+        if not (a_bool and b_bool):
+            return NotImplemented
+        b = b.to(torch.int32) if isinstance(b, torch.Tensor) else int(b)
+        return op(a.to(torch.int32), b)
+
+    return compare
+
+
 def _stable_sort(x, *, stable=None, dim=-1, descending=False):
     return aten.sort.default(x, dim, descending)
 
@@ -407,6 +423,10 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     table[aten.max_pool2d_with_indices_backward.default] = _max_pool2d_backward
     for op in (aten.fmax.default, aten.fmin.default):
         table[op] = _broadcasting(op)
+    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        for ov in ("Tensor", "Scalar"):
+            op = getattr(getattr(aten, name), ov)
+            table.setdefault(op, _bool_compare(op))
     table[aten.remainder.Scalar] = _remainder
     table[aten.empty.memory_format] = _uninitialized
     table[aten.empty_strided.default] = _uninitialized_strided

@@ -42,6 +42,32 @@ class Unsupported(LoweringError):
     """This call has no single-op lowering (the op runs on the host path, and counts as a fallback)."""
 
 
+# Ops that only read a result on the host and raise (LAPACK ``info`` checks): runtime calls, like a scalar
+# read, on a Trn host as here. They are never compiled.
+RUNTIME_CHECKS = frozenset({"aten::_linalg_check_errors"})
+
+
+def _equal(a, b):
+    if a.shape != b.shape:  # static: a different shape is never equal
+        return torch.zeros((), dtype=torch.bool)
+    return torch.all(torch.eq(a, b))
+
+
+def _allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
+    # isclose's own decomposition updates a mask in place, which functionalization leaves behind
+    a, b = torch.broadcast_tensors(a, b)
+    finite = torch.isfinite(a) & torch.isfinite(b)
+    close = (a == b) | (finite & (torch.abs(a - b) <= atol + rtol * torch.abs(b)))
+    if equal_nan:
+        close = close | (torch.isnan(a) & torch.isnan(b))
+    return torch.all(close)
+
+
+# Ops returning a Python bool/number: the program computes it as a 0-d tensor and the runtime reads it back
+# (one scalar read, as ``.item()`` on a Trn host).
+_SCALAR_SURROGATES = {"aten::equal": _equal, "aten::allclose": _allclose}
+
+
 # --------------------------------------------------------------------------------------------- op analysis
 class OpInfo:
     """What the executor needs to know about an overload, computed once per op."""
@@ -67,6 +93,7 @@ class OpInfo:
                         target = a.name
             self.write_returns.append(target)
         self.twin, self.converted = _tensor_twin(op)
+        self.surrogate = _SCALAR_SURROGATES.get(self.name)
         # Tensor arguments that may arrive as Python numbers (the device layer unwraps PyTorch's wrapped
         # numbers, e.g. ``x * 2.0`` → mul.Tensor(x, 2.0)): passed as 0-d tensor arguments as well.
         self.tensor_args = frozenset(a.name for a in schema.arguments if str(a.type) in ("Tensor", "Optional[Tensor]"))
@@ -74,7 +101,9 @@ class OpInfo:
     def reason_unsupported(self) -> str | None:
         if self.returns_view:
             return "view"  # views are metadata operations of the runtime, not computations
-        if not self.tensor_returns:
+        if self.name in RUNTIME_CHECKS:
+            return "runtime check (reads a result on the host)"
+        if not self.tensor_returns and self.surrogate is None:
             return "returns a non-tensor value"
         if self.random:
             return "random op (runs on the host generator; no StableHLO RNG lowering)"
@@ -219,6 +248,9 @@ class OpProgram:
             name in info.converted and not isinstance(v, _Tensor) and v is not None
             for name, v in zip(info.arg_names, values))
         target_op = info.twin if use_twin else info.op
+        schema_op = target_op
+        if info.surrogate is not None:
+            target_op = info.surrogate
         # per dynamic input: ("t", compute dtype or None) for tensors, ("s", dtype) for converted scalars
         self.kinds: list[tuple[str, torch.dtype | None]] = []
         examples: list[torch.Tensor] = []
@@ -233,7 +265,7 @@ class OpProgram:
                 examples.append(torch.tensor(v, dtype=dt))
         template = list(values)
         names = info.arg_names
-        kwarg_only = {a.name for a in target_op._schema.arguments if a.kwarg_only}  # the twin may differ
+        kwarg_only = {a.name for a in schema_op._schema.arguments if a.kwarg_only}  # the twin may differ
 
         def call(*flat: torch.Tensor):
             it = iter(flat)
@@ -282,6 +314,7 @@ class OpProgram:
         self._scalars: dict[tuple, Any] = {}
         self._cast_slots = [(i, dt) for i, dt in enumerate(self.casts) if dt is not None]
         self._writes = any(info.write_returns)
+        self._to_python = info.surrogate is not None
         spec = self.layout.spec
         if spec.is_leaf() and self.layout.slots == [0]:
             self._rebuild = _first
@@ -326,6 +359,8 @@ class OpProgram:
         outs = self.exe.run_buffers(buffers)
         for i, dt in self._cast_slots:
             outs[i] = outs[i].to(dt)
+        if self._to_python:
+            return outs[0].item()
         n_user = self.n_user
         for j, idx in enumerate(self.mutated):
             target = dyn[idx]
