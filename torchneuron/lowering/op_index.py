@@ -8,9 +8,11 @@ keys derived from the signature, the package versions and the settings that chan
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import warnings
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -27,11 +29,23 @@ def _dtype(name: str | None) -> torch.dtype | None:
     return None if name is None else getattr(torch, name)
 
 
+@functools.cache
+def _lowering_fingerprint() -> str:
+    """A hash of the lowering code itself: a changed decomposition must not reuse records an earlier
+    checkout wrote under the same package version (editable installs, development)."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def index_key(signature: tuple, emulate_fp64: bool) -> str:
     from ..compiler.keys import package_versions
 
     h = hashlib.sha256()
-    for part in (_FORMAT, package_versions(), str(emulate_fp64), str(torch.get_default_dtype()), repr(signature)):
+    for part in (_FORMAT, package_versions(), _lowering_fingerprint(), str(emulate_fp64),
+                 str(torch.get_default_dtype()), repr(signature)):
         h.update(part.encode())
         h.update(b"\x00")
     return "op" + h.hexdigest()[2:]
