@@ -297,7 +297,10 @@ def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_
     nd = x.dim() - 2
     p, op = _tuple(padding, nd), _tuple(output_padding, nd)
     inner_p = [max(pi - oi, 0) for pi, oi in zip(p, op)]
-    y = aten.convolution.default(x, weight, None, stride, inner_p, dilation, True, [0] * nd, groups)
+    # reduced precision: CPU accumulates in float; XLA:CPU's bf16 transposed convolution does not
+    acc = _acc_dtype(x.dtype)
+    y = aten.convolution.default(_cast(x, acc), _cast(weight, acc), None, stride, inner_p, dilation, True,
+                                 [0] * nd, groups)
     for i in range(nd):
         dim = 2 + i
         crop = p[i] - inner_p[i]
@@ -307,8 +310,8 @@ def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_
         if extend:
             y = aten.cat.default([y, _zeros(_size_at(y, dim, extend), y.dtype, y.device)], dim)
     if bias is not None:
-        y = aten.add.Tensor(y, aten.reshape.default(bias, [-1] + [1] * nd))
-    return y
+        y = aten.add.Tensor(y, aten.reshape.default(_cast(bias, acc), [-1] + [1] * nd))
+    return _cast(y, x.dtype)
 
 
 # ------------------------------------------------------------------------------------------------ unfold
@@ -396,7 +399,8 @@ def _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
         dims = [d for d in range(nd) if d not in expand]
         specs.append("".join(letters[d] for d in dims))
         for axis, d in enumerate(dims):
-            size[d] = max(size[d], t.shape[axis])
+            if size[d] == 1:  # broadcasting: a size-1 dim takes the other operands' size (which may be 0)
+                size[d] = t.shape[axis]
     present = set("".join(specs))
     kept = [d for d in range(nd) if d not in sumdim]
     out_shape = [size[d] for d in kept]
