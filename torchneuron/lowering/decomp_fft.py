@@ -1,11 +1,208 @@
-"""Neuron decompositions: FFT and complex-construction ops torch-mlir has no StableHLO lowering for (filled in by issue 5's coverage work)."""
+"""Neuron decompositions: FFT and complex-construction ops torch-mlir has no StableHLO lowering for.
+
+What torch-mlir's StableHLO path can do with complex tensors (probed on this build): complex arguments and
+results, data movement (reshape, permute, slice, cat, where), ``neg``, ``mm``/``bmm`` (complex
+``dot_general``), ``polar`` (the only op that builds a complex value from reals: ``stablehlo.complex``) and
+``_to_copy`` to a real dtype (``stablehlo.convert``: the real part). Complex elementwise arithmetic, reductions,
+``complex``, ``view_as_real``/``view_as_complex``, ``real``/``imag`` and real→complex casts do not lower.
+
+So complex values are built and taken apart with those pieces only (see ``_complex`` / ``_view_as_real``),
+and every DFT is a complex matrix product with a twiddle matrix built in the graph (sizes are static). A
+matmul DFT costs O(n²) instead of O(n log n), but it is one ``dot_general`` per transformed dimension — the
+shape TensorEngine is built for — and its float32 error stays ~sqrt(n)·eps·|x|.
+
+Known limit: building a complex value multiplies each part by 0 (``polar(x, 0)``, ``x·i``), so a non-finite
+real or imaginary part turns the other part into NaN.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 
+aten = torch.ops.aten
+
+# ATen's fft_norm_mode (aten/src/ATen/native/SpectralOpsUtils.h)
+_NORM_NONE, _NORM_BY_ROOT_N, _NORM_BY_N = 0, 1, 2
+
+
+# ------------------------------------------------------------------------------------- complex plumbing
+def _real_dtype(dtype: torch.dtype) -> torch.dtype:
+    return dtype.to_real() if dtype.is_complex else dtype
+
+
+def _as_complex(x: torch.Tensor) -> torch.Tensor:
+    """x + 0i (exact for finite x): ``polar(x, 0)``, since casting real → complex does not lower."""
+    return aten.polar.default(x, aten.zeros_like.default(x))
+
+
+def _imag_unit(dtype: torch.dtype, device) -> torch.Tensor:
+    """Exactly ``i`` (shape [1]), from ops that lower. ``polar(½, ±t)`` with t = fl(π/2) is (½c, ±½) with
+    c = cos t ≈ -4.4e-8 (sin t rounds to exactly 1); their difference (a complex dot with [1, -1]) is (0, 1)
+    exactly, because cos is even and sin is odd."""
+    half = aten.full.default([1, 2], 0.5, dtype=dtype, device=device)
+    t = aten.full.default([1, 1], math.pi / 2, dtype=dtype, device=device)
+    pair = aten.polar.default(half, aten.cat.default([t, aten.neg.default(t)], 1))
+    signs = aten.cat.default([aten.full.default([1, 1], 1.0, dtype=dtype, device=device),
+                              aten.full.default([1, 1], -1.0, dtype=dtype, device=device)], 0)
+    return aten.reshape.default(aten.mm.default(pair, _as_complex(signs)), [1])
+
+
+def _complex(re: torch.Tensor, im: torch.Tensor) -> torch.Tensor:
+    """re + i·im as one complex dot per element: [re, im] · [1, i] (each product is exact for finite parts)."""
+    shape = list(torch.broadcast_shapes(re.shape, im.shape))
+    re, im = (aten.expand.default(t, shape) if list(t.shape) != shape else t for t in (re, im))
+    parts = aten.stack.default([aten.reshape.default(re, [-1]), aten.reshape.default(im, [-1])], 1)
+    one = aten.full.default([1], 1.0, dtype=re.dtype, device=re.device)
+    basis = aten.cat.default([_as_complex(one), _imag_unit(re.dtype, re.device)], 0)
+    out = aten.mm.default(_as_complex(parts), aten.reshape.default(basis, [2, 1]))
+    return aten.reshape.default(out, shape)
+
+
+def _view_as_real(z: torch.Tensor) -> torch.Tensor:
+    """[..., 2] real tensor of (re, im): z · [1, -i] as a complex dot, then the real part (a cast).
+    Re(z·1) = re and Re(z·(-i)) = im exactly for finite parts."""
+    real = _real_dtype(z.dtype)
+    one = aten.full.default([1], 1.0, dtype=real, device=z.device)
+    basis = aten.cat.default([_as_complex(one), aten.neg.default(_imag_unit(real, z.device))], 0)
+    prod = aten.mm.default(aten.reshape.default(z, [-1, 1]), aten.reshape.default(basis, [1, 2]))
+    return aten.reshape.default(aten._to_copy.default(prod, dtype=real), list(z.shape) + [2])
+
+
+def _view_as_complex(x: torch.Tensor) -> torch.Tensor:
+    return _complex(aten.select.int(x, -1, 0), aten.select.int(x, -1, 1))
+
+
+def _complex_op(real: torch.Tensor, imag: torch.Tensor) -> torch.Tensor:
+    """``aten.complex``: PyTorch's own implementation writes the parts into an empty tensor (a mutation)."""
+    return _complex(real, imag)
+
+
+def _polar(abs: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
+    """torch-mlir lowers ``polar`` (to ``stablehlo.complex``) only for equal shapes: broadcast first.
+    (Tracing a broadcasting ``polar`` goes through its ``out=`` kernel, which resizes in place.)"""
+    if abs.shape == angle.shape:
+        return NotImplemented
+    shape = list(torch.broadcast_shapes(abs.shape, angle.shape))
+    return aten.polar.default(aten.expand.default(abs, shape), aten.expand.default(angle, shape))
+
+
+def _conj_physical(z: torch.Tensor) -> torch.Tensor:
+    """Conjugate as complex(re, -im): complex negation lowers, conjugation does not."""
+    if not z.is_complex():
+        return aten.clone.default(z)
+    parts = _view_as_real(z)
+    return _complex(aten.select.int(parts, -1, 0), aten.neg.default(aten.select.int(parts, -1, 1)))
+
+
+# --------------------------------------------------------------------------------------------- the DFT
+def _twiddles(rows: int, cols: int, n: int, sign: int, weights: torch.Tensor) -> torch.Tensor:
+    """W[k, j] = weights[k] · exp(sign · 2πi · k·j / n) as a [rows, cols] complex matrix.
+
+    k·j mod n is computed in integers and mapped to (-n/2, n/2] before scaling by 2π/n, so the angle is
+    within one rounding of its exact value and never larger than π (no large-argument cos/sin error)."""
+    k = aten.arange.default(rows, dtype=torch.int64, device=weights.device)
+    j = aten.arange.default(cols, dtype=torch.int64, device=weights.device)
+    kj = aten.mul.Tensor(aten.unsqueeze.default(k, 1), aten.unsqueeze.default(j, 0))
+    # k·j >= 0, so fmod is the remainder; its Scalar overload does not lower for integers, a 0-d divisor does
+    m = aten.fmod.Tensor(kj, aten.scalar_tensor.default(n, dtype=torch.int64, device=weights.device))
+    m = aten.where.self(aten.gt.Scalar(aten.mul.Scalar(m, 2), n), aten.sub.Scalar(m, n), m)
+    angle = aten.mul.Scalar(aten._to_copy.default(m, dtype=weights.dtype), sign * 2 * math.pi / n)
+    return aten.polar.default(aten.expand.default(aten.unsqueeze.default(weights, 1), [rows, cols]), angle)
+
+
+def _uniform(size: int, value: float, dtype: torch.dtype, device) -> torch.Tensor:
+    return aten.full.default([size], value, dtype=dtype, device=device)
+
+
+def _apply_along(z: torch.Tensor, dim: int, w: torch.Tensor) -> torch.Tensor:
+    """out[..., j, ...] = Σ_k z[..., k, ...] · w[k, j] along ``dim`` (one complex matmul)."""
+    moved = aten.movedim.int(z, dim, -1)
+    lead = list(moved.shape[:-1])
+    flat = aten.reshape.default(moved, [-1, moved.shape[-1]])
+    out = aten.reshape.default(aten.mm.default(flat, w), lead + [w.shape[1]])
+    return aten.movedim.int(out, -1, dim)
+
+
+def _norm_scale(normalization: int, n: int) -> float:
+    if normalization == _NORM_BY_N:
+        return 1.0 / n
+    if normalization == _NORM_BY_ROOT_N:
+        return 1.0 / math.sqrt(n)
+    return 1.0
+
+
+def _c2c_dims(z: torch.Tensor, dims: list[int], sign: int, scale: float) -> torch.Tensor:
+    """Full complex DFTs along ``dims``; the normalization is folded into the first twiddle matrix."""
+    real = _real_dtype(z.dtype)
+    for d in dims:
+        n = z.shape[d]
+        z = _apply_along(z, d, _twiddles(n, n, n, sign, _uniform(n, scale, real, z.device)))
+        scale = 1.0
+    return z
+
+
+def _canon(dims, ndim: int) -> list[int]:
+    return [d % ndim for d in dims] if ndim else list(dims)
+
+
+def _signal_numel(shape, dims: list[int]) -> int:
+    return math.prod(shape[d] for d in dims)
+
+
+def _fft_c2c(self: torch.Tensor, dim: list[int], normalization: int, forward: bool) -> torch.Tensor:
+    """Complex-to-complex DFT along ``dim`` (forward: exp(-2πi·kj/n); inverse: exp(+2πi·kj/n))."""
+    dims = _canon(dim, self.dim())
+    if not dims:
+        return aten.clone.default(self)
+    scale = _norm_scale(normalization, _signal_numel(self.shape, dims))
+    return _c2c_dims(self, dims, -1 if forward else 1, scale)
+
+
+def _fft_r2c(self: torch.Tensor, dim: list[int], normalization: int, onesided: bool) -> torch.Tensor:
+    """Real-to-complex forward DFT: the last of ``dim`` first (only its n//2+1 non-redundant outputs when
+    ``onesided``), then complex DFTs along the others."""
+    dims = _canon(dim, self.dim())
+    last = dims[-1]
+    n = self.shape[last]
+    cols = n // 2 + 1 if onesided else n
+    scale = _norm_scale(normalization, _signal_numel(self.shape, dims))
+    w = _twiddles(n, cols, n, -1, _uniform(n, scale, self.dtype, self.device))
+    z = _apply_along(_as_complex(self), last, w)
+    return _c2c_dims(z, dims[:-1], -1, 1.0)
+
+
+def _fft_c2r(self: torch.Tensor, dim: list[int], normalization: int, last_dim_size: int) -> torch.Tensor:
+    """Complex-to-real inverse DFT of a Hermitian signal given by its first n//2+1 entries along the last
+    of ``dim`` (n = ``last_dim_size``): complex inverse DFTs along the other dims, then
+    x[j] = Re Σ_k c_k·X[k]·exp(2πi·kj/n) with c_k = 2 for the entries that stand for a conjugate pair
+    (0 < k < n/2) and 1 for X[0] and X[n/2]; like pocketfft, later entries and Im X[0] are ignored."""
+    dims = _canon(dim, self.dim())
+    last = dims[-1]
+    n = last_dim_size
+    scale = _norm_scale(normalization, _signal_numel(self.shape, dims[:-1]) * n)
+    z = _c2c_dims(self, dims[:-1], 1, 1.0)
+    rows = min(z.shape[last], n // 2 + 1)
+    z = aten.slice.Tensor(z, last, 0, rows)
+    real = _real_dtype(self.dtype)
+    k = aten.arange.default(rows, dtype=torch.int64, device=self.device)
+    pair = aten.logical_and.default(aten.gt.Scalar(k, 0), aten.lt.Scalar(aten.mul.Scalar(k, 2), n))
+    weights = aten.where.self(pair, _uniform(rows, 2 * scale, real, self.device),
+                              _uniform(rows, scale, real, self.device))
+    out = _apply_along(z, last, _twiddles(rows, n, n, 1, weights))
+    return aten._to_copy.default(out, dtype=real)
+
 
 def table() -> dict[torch._ops.OperatorBase, Callable]:
-    return {}
+    return {
+        aten._fft_c2c.default: _fft_c2c,
+        aten._fft_r2c.default: _fft_r2c,
+        aten._fft_c2r.default: _fft_c2r,
+        aten.complex.default: _complex_op,
+        aten.polar.default: _polar,
+        aten._conj_physical.default: _conj_physical,
+        aten.view_as_real.default: _view_as_real,
+        aten.view_as_complex.default: _view_as_complex,
+    }
