@@ -1,11 +1,337 @@
-"""Neuron decompositions: linear algebra torch-mlir has no StableHLO lowering for (filled in by issue 5's coverage work)."""
+"""Neuron decompositions: linear algebra torch-mlir has no StableHLO lowering for.
+
+Matrix sizes are static, so every factorization is written as a Python loop over the (small) matrix
+order, unrolled at trace time into elementwise ops, matmuls, ``where`` and ``gather``. The algorithms
+follow LAPACK's conventions so the results match what PyTorch returns on CPU:
+
+- LU: partial pivoting on the first row of maximal ``|a|`` (``getrf``), pivots 1-based int32, ``info`` the
+  1-based index of the first zero pivot;
+- Cholesky: column by column (``potrf``), ``info`` the order of the first leading minor that is not
+  positive definite;
+- QR: Householder reflections with ``dlarfg``'s sign convention (``geqrf`` / ``orgqr`` / ``ormqr``);
+- symmetric eigenvalues and singular values: cyclic Jacobi (two-sided for ``eigh``, one-sided for the SVD)
+  with a fixed number of sweeps that depends on the matrix order, then sorted.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 
+aten = torch.ops.aten
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+def _mT(x):
+    return x.transpose(-2, -1)
+
+
+def _eye(n: int, like: torch.Tensor, dtype=None):
+    return torch.eye(n, dtype=dtype or like.dtype, device=like.device)
+
+
+def _set_col(x, j: int, col):
+    """``x`` with column ``j`` replaced by ``col`` (shape ``x.shape[:-1]``): functional column update."""
+    idx = torch.arange(x.shape[-1], device=x.device)
+    return torch.where(idx == j, col.unsqueeze(-1), x)
+
+
+def _diag(x):
+    """Main diagonal of the trailing square-ish matrices (``aten.diagonal`` does not lower)."""
+    k = min(x.shape[-2], x.shape[-1])
+    if k == 0:
+        return x.new_zeros(x.shape[:-2] + (0,))
+    return torch.stack([x[..., i, i] for i in range(k)], -1)
+
+
+def _first_true_1based(flags):
+    """1-based index of the first True along the last dim, 0 if none (LAPACK's ``info``), as int32."""
+    k = flags.shape[-1]
+    if k == 0:
+        return torch.zeros(flags.shape[:-1], dtype=torch.int32, device=flags.device)
+    pos = torch.arange(1, k + 1, dtype=torch.int32, device=flags.device)
+    first = torch.where(flags, pos, torch.full_like(pos, k + 1)).amin(-1)
+    return torch.where(first == k + 1, torch.zeros_like(first), first)
+
+
+# ------------------------------------------------------------------------------------------------- LU
+
+def _lu(a, pivot: bool = True):
+    """LU with partial pivoting, as LAPACK ``getrf``: returns (LU packed, 1-based int32 pivots, int32 info).
+    Works on rectangular (..., m, n) matrices; the pivot is the first row of maximal ``|a|`` in the column."""
+    m, n = a.shape[-2], a.shape[-1]
+    k_max = min(m, n)
+    if a.numel() == 0:  # nothing to factor (and torch-mlir crashes on empty gathers)
+        batch = a.shape[:-2]
+        return (a.clone(), torch.ones(batch + (k_max,), dtype=torch.int32, device=a.device),
+                torch.zeros(batch, dtype=torch.int32, device=a.device))
+    rows = torch.arange(m, device=a.device)
+    pivots, diag = [], []
+    for k in range(k_max):
+        if pivot:
+            p = a[..., k:, k].abs().argmax(-1) + k  # first maximum, like idamax
+            row_k = a[..., k:k + 1, :]
+            row_p = torch.gather(a, -2, p[..., None, None].expand(*a.shape[:-2], 1, n))
+            is_p = (rows == p.unsqueeze(-1)).unsqueeze(-1)
+            a = torch.where(is_p, row_k, torch.where((rows == k).unsqueeze(-1), row_p, a))
+            pivots.append(p)
+        piv = a[..., k, k]
+        diag.append(piv)
+        below = a[..., k + 1:, k]
+        # a zero pivot leaves the (all-zero) column unscaled, as getrf does
+        safe = torch.where(piv == 0, torch.ones_like(piv), piv)
+        mult = torch.where((piv == 0).unsqueeze(-1), below, below / safe.unsqueeze(-1))
+        trailing = a[..., k + 1:, k + 1:] - mult.unsqueeze(-1) * a[..., k:k + 1, k + 1:]
+        lower = torch.cat([a[..., k + 1:, :k], mult.unsqueeze(-1), trailing], -1)
+        a = torch.cat([a[..., :k + 1, :], lower], -2)
+    batch = a.shape[:-2]
+    if pivot and k_max:
+        piv_t = (torch.stack(pivots, -1) + 1).to(torch.int32)
+    else:
+        piv_t = (torch.arange(k_max, device=a.device, dtype=torch.int32) + 1).expand(*batch, k_max)
+        piv_t = piv_t.clone()
+    if k_max:
+        info = _first_true_1based(torch.stack(diag, -1) == 0)
+    else:
+        info = torch.zeros(batch, dtype=torch.int32, device=a.device)
+    return a, piv_t, info
+
+
+def _perm_from_pivots(pivots, m: int):
+    """Row permutation ``perm`` with ``(P^T A)[i] = A[perm[i]]`` from LAPACK's sequential row swaps."""
+    batch = pivots.shape[:-1]
+    idx = torch.arange(m, device=pivots.device)
+    perm = idx.expand(*batch, m)
+    if pivots.numel() == 0:
+        return perm
+    for k in range(pivots.shape[-1]):
+        p = (pivots[..., k] - 1).long().unsqueeze(-1)
+        vk = perm[..., k:k + 1]
+        vp = torch.gather(perm, -1, p)
+        perm = torch.where(idx == p, vk, torch.where(idx == k, vp, perm))
+    return perm
+
+
+def _perm_matrix(pivots, m: int, dtype):
+    """P of ``A = P L U``: ``P[perm[i], i] = 1``."""
+    perm = _perm_from_pivots(pivots, m)
+    rows = torch.arange(m, device=pivots.device)
+    return (perm.unsqueeze(-2) == rows.unsqueeze(-1)).to(dtype)
+
+
+def _unpack_lu(lu):
+    m, n = lu.shape[-2], lu.shape[-1]
+    k = min(m, n)
+    L = torch.tril(lu[..., :, :k], -1) + _eye(m, lu)[:, :k]
+    U = torch.triu(lu[..., :k, :])
+    return L, U
+
+
+def _linalg_lu_factor_ex(A, *, pivot=True, check_errors=False):
+    return _lu(A, pivot)
+
+
+def _linalg_lu(A, *, pivot=True):
+    lu, piv, _ = _lu(A, pivot)
+    L, U = _unpack_lu(lu)
+    P = _perm_matrix(piv, A.shape[-2], A.dtype) if pivot else A.new_zeros([0])
+    return P, L, U
+
+
+def _lu_unpack(LU, pivots, unpack_data=True, unpack_pivots=True):
+    m = LU.shape[-2]
+    if unpack_data:
+        L, U = _unpack_lu(LU)
+    else:
+        L, U = LU.new_zeros([0]), LU.new_zeros([0])
+    P = _perm_matrix(pivots, m, LU.dtype) if unpack_pivots else LU.new_zeros([0])
+    return P, L, U
+
+
+# ------------------------------------------------------------------------------------- triangular solves
+
+def _tri_solve(T, B, *, upper: bool, unit: bool = False):
+    """Solve ``T X = B`` (T triangular, batch dims broadcast) by forward/back substitution, one row at a
+    time; only the referenced triangle of ``T`` is read."""
+    n = T.shape[-1]
+    batch = torch.broadcast_shapes(T.shape[:-2], B.shape[:-2])
+    T = T.expand(*batch, n, n)
+    B = B.expand(*batch, n, B.shape[-1])
+    xs: list = [None] * n
+    order = range(n - 1, -1, -1) if upper else range(n)
+    for i in order:
+        acc = B[..., i:i + 1, :]
+        done = [j for j in (range(i + 1, n) if upper else range(i))]
+        if done:
+            lo, hi = (i + 1, n) if upper else (0, i)
+            known = torch.cat([xs[j] for j in range(lo, hi)], -2)
+            acc = acc - torch.matmul(T[..., i:i + 1, lo:hi], known)
+        xs[i] = acc if unit else acc / T[..., i:i + 1, i:i + 1]
+    if n == 0:
+        return B.clone()
+    return torch.cat(xs, -2)
+
+
+def _linalg_solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+    if left:
+        return _tri_solve(A, B, upper=upper, unit=unitriangular)
+    # X A = B  <=>  A^T X^T = B^T
+    return _mT(_tri_solve(_mT(A), _mT(B), upper=not upper, unit=unitriangular))
+
+
+def _triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
+    batch = torch.broadcast_shapes(b.shape[:-2], A.shape[:-2])
+    A_b = A.expand(*batch, *A.shape[-2:])
+    T, up = (_mT(A_b), not upper) if transpose else (A_b, upper)
+    return _tri_solve(T, b, upper=up, unit=unitriangular), A_b.clone()
+
+
+def _lu_solve_left(lu, pivots, B, adjoint: bool):
+    n = lu.shape[-1]
+    P = _perm_matrix(pivots, n, lu.dtype)
+    if not adjoint:  # A = P L U:  X = U^-1 L^-1 P^T B
+        y = _tri_solve(lu, torch.matmul(_mT(P), B), upper=False, unit=True)
+        return _tri_solve(lu, y, upper=True)
+    # A^T = U^T L^T P^T:  X = P L^-T U^-T B
+    luT = _mT(lu)
+    y = _tri_solve(luT, B, upper=False)
+    y = _tri_solve(luT, y, upper=True, unit=True)
+    return torch.matmul(P, y)
+
+
+def _linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+    if left:
+        out = _lu_solve_left(LU, pivots, B, adjoint)
+    else:  # X A = B  <=>  A^T X^T = B^T
+        out = _mT(_lu_solve_left(LU, pivots, _mT(B), not adjoint))
+    batch = torch.broadcast_shapes(LU.shape[:-2], B.shape[:-2])
+    return out.expand(*batch, *out.shape[-2:]).clone() if out.shape[:-2] != batch else out
+
+
+# ----------------------------------------------------------------------------------- det / inv / solve
+
+def _perm_sign(pivots):
+    """(-1)^(number of actual row swaps)."""
+    k = pivots.shape[-1]
+    ident = torch.arange(1, k + 1, dtype=pivots.dtype, device=pivots.device)
+    swaps = (pivots != ident).sum(-1)
+    return 1 - 2 * torch.bitwise_and(swaps, 1)  # int fmod does not lower
+
+
+def _linalg_det(A):
+    # ATen factors the row-major A as the column-major A^T (its LU and pivots are those of A^T)
+    lu, piv, _ = _lu(_mT(A))
+    d = _diag(lu)
+    det = torch.prod(d, -1) * _perm_sign(piv).to(A.dtype)
+    return det, lu, piv
+
+
+def _linalg_slogdet(A):
+    lu, piv, _ = _lu(_mT(A))
+    d = _diag(lu)
+    sign = torch.prod(torch.sign(d), -1) * _perm_sign(piv).to(A.dtype)
+    logabsdet = torch.log(d.abs()).sum(-1)
+    return sign, logabsdet, lu, piv
+
+
+def _linalg_inv_ex(A, *, check_errors=False):
+    lu, piv, info = _lu(A)
+    n = A.shape[-1]
+    inv = _lu_solve_left(lu, piv, _eye(n, A).expand(*A.shape[:-2], n, n), False)
+    return inv, info
+
+
+def _linalg_solve_ex(A, B, *, left=True, check_errors=False):
+    vector = B.ndim == 1 or (A.ndim - 1 == B.ndim and B.shape == A.shape[:-1])
+    B_ = B.unsqueeze(-1) if vector else B
+    lu, piv, info = _lu(A)
+    x = _linalg_lu_solve(lu, piv, B_, left=left)
+    return (x.squeeze(-1) if vector else x), lu, piv, info
+
+
+# ------------------------------------------------------------------------------------------- Cholesky
+
+def _cholesky_lower(A):
+    """Cholesky factor L (A = L L^T, lower triangle of A read) column by column, and ``info``: the order of
+    the first leading minor whose pivot ``a_jj - sum l_jk^2`` is not positive (or NaN), as ``potrf``."""
+    n = A.shape[-1]
+    L = torch.zeros_like(A)
+    bad = []
+    for j in range(n):
+        col = A[..., j:, j]
+        if j:
+            col = col - torch.matmul(L[..., j:, :j], L[..., j, :j].unsqueeze(-1)).squeeze(-1)
+        d = col[..., 0]
+        bad.append(~(d > 0))
+        root = torch.sqrt(d)
+        new = torch.cat([root.unsqueeze(-1), col[..., 1:] / root.unsqueeze(-1)], -1)
+        new = torch.cat([torch.zeros_like(A[..., :j, j]), new], -1)
+        L = _set_col(L, j, new)
+    if n == 0:
+        return L, torch.zeros(A.shape[:-2], dtype=torch.int32, device=A.device)
+    return L, _first_true_1based(torch.stack(bad, -1))
+
+
+def _linalg_cholesky_ex(A, *, upper=False, check_errors=False):
+    if upper:  # potrf('U') reads the upper triangle: factor its transpose
+        L, info = _cholesky_lower(_mT(A))
+        return _mT(L), info
+    return _cholesky_lower(A)
+
+
+def _cholesky(A, upper=False):
+    return _linalg_cholesky_ex(A, upper=upper)[0]
+
+
+def _cholesky_solve(B, L, upper=False):
+    """Solve (L L^T) X = B (or (U^T U) X = B) with two triangular solves."""
+    if upper:
+        y = _tri_solve(_mT(L), B, upper=False)
+        return _tri_solve(L, y, upper=True)
+    y = _tri_solve(L, B, upper=False)
+    return _tri_solve(_mT(L), y, upper=True)
+
+
+def _cholesky_inverse(L, upper=False):
+    n = L.shape[-1]
+    return _cholesky_solve(_eye(n, L).expand(*L.shape[:-2], n, n), L, upper)
+
+
+# ---------------------------------------------------------------------------------------------- cross
+
+def _linalg_cross(a, b, dim=-1):
+    """Cross product of 3-vectors along ``dim`` from index_select'ed components (batch dims broadcast)."""
+    shape = torch.broadcast_shapes(a.shape, b.shape)
+    a, b = a.expand(shape), b.expand(shape)
+    dim = dim % len(shape)
+
+    def comp(x, i):
+        return x.narrow(dim, i, 1)
+
+    c0 = comp(a, 1) * comp(b, 2) - comp(a, 2) * comp(b, 1)
+    c1 = comp(a, 2) * comp(b, 0) - comp(a, 0) * comp(b, 2)
+    c2 = comp(a, 0) * comp(b, 1) - comp(a, 1) * comp(b, 0)
+    return torch.cat([c0, c1, c2], dim)
+
 
 def table() -> dict[torch._ops.OperatorBase, Callable]:
-    return {}
+    return {
+        aten.linalg_lu_factor_ex.default: _linalg_lu_factor_ex,
+        aten.linalg_lu.default: _linalg_lu,
+        aten.lu_unpack.default: _lu_unpack,
+        aten.linalg_lu_solve.default: _linalg_lu_solve,
+        aten.linalg_solve_triangular.default: _linalg_solve_triangular,
+        aten.triangular_solve.default: _triangular_solve,
+        aten._linalg_det.default: _linalg_det,
+        aten._linalg_slogdet.default: _linalg_slogdet,
+        aten.linalg_inv_ex.default: _linalg_inv_ex,
+        aten._linalg_solve_ex.default: _linalg_solve_ex,
+        aten.linalg_cholesky_ex.default: _linalg_cholesky_ex,
+        aten.cholesky.default: _cholesky,
+        aten.cholesky_solve.default: _cholesky_solve,
+        aten.cholesky_inverse.default: _cholesky_inverse,
+        aten.linalg_cross.default: _linalg_cross,
+    }
