@@ -1,11 +1,219 @@
-"""Neuron decompositions: indexing, scatter and scan ops torch-mlir has no StableHLO lowering for (filled in by issue 5's coverage work)."""
+"""Neuron decompositions: indexing, scatter, scan and sorting-based ops torch-mlir has no StableHLO lowering for.
+
+Everything here is rewritten into ops torch-mlir lowers: elementwise math, ``where``, ``sort``, ``gather`` /
+``index_select``, ``cat`` / slices, ``cumsum``, ``scatter_add`` and ``scatter.src``. Shapes are static, so the
+only loops are over static sizes (scan steps, dimensions), never over tensor values.
+
+Building blocks:
+
+- ``_scan``: an inclusive Hillis–Steele scan along a dim in ceil(log2 n) steps of "combine with the element d
+  to the left" (cumprod, cummax/cummin and segmented reductions); O(n log n) work, O(n) memory, exact for
+  associative combines (products round in tree order instead of left-to-right).
+- ``_segment_reduce_flat``: a reduction of values grouped by integer keys (scatter_reduce / index_reduce with
+  prod/amax/amin): stable sort by key, segmented scan, then each segment's last element is written with a
+  scatter in which every target slot receives exactly one write (the others go to a dropped dummy slot), so
+  XLA's unspecified order of duplicate scatter writes never matters.
+- ``_binary_search``: a vectorised lower/upper bound, ceil(log2(n+1)) gather steps, the same predicate as
+  PyTorch's kernel (so NaN queries land where PyTorch puts them).
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 
+aten = torch.ops.aten
 
+
+# ------------------------------------------------------------------------------------------ small helpers
+def _arange(n: int, like: torch.Tensor | None = None, dtype=torch.int64) -> torch.Tensor:
+    return torch.arange(n, dtype=dtype, device=like.device if like is not None else "cpu")
+
+
+def _along(v: torch.Tensor, dim: int, ndim: int) -> torch.Tensor:
+    """A 1-D tensor reshaped to broadcast along ``dim`` of an ``ndim``-d tensor."""
+    shape = [1] * ndim
+    shape[dim] = v.shape[0]
+    return v.reshape(shape)
+
+
+def _shift_combine(state: tuple, dim: int, d: int, combine: Callable) -> tuple:
+    """One Hillis–Steele step: element k becomes combine(element k-d, element k) for k >= d."""
+    n = state[0].shape[dim]
+    left = tuple(s.narrow(dim, 0, n - d) for s in state)
+    right = tuple(s.narrow(dim, d, n - d) for s in state)
+    merged = combine(left, right)
+    return tuple(torch.cat([s.narrow(dim, 0, d), m], dim) for s, m in zip(state, merged))
+
+
+def _scan(state: tuple, dim: int, combine: Callable) -> tuple:
+    """Inclusive scan of a tuple of same-shaped tensors along ``dim`` (combine(left, right) -> tuple)."""
+    n = state[0].shape[dim]
+    d = 1
+    while d < n:
+        state = _shift_combine(state, dim, d, combine)
+        d *= 2
+    return state
+
+
+# ----------------------------------------------------------------------------------------------- scans
+def _cumprod(self, dim, *, dtype=None):
+    """cumprod as a log-step scan of products (torch-mlir has no cumprod lowering). Integer and bool inputs
+    accumulate in int64, as in PyTorch."""
+    if dtype is not None:
+        self = self.to(dtype)
+    elif not self.is_floating_point() and not self.is_complex():
+        self = self.to(torch.int64)
+    if self.dim() == 0:
+        return self.clone()
+    dim = dim % self.dim()
+    return _scan((self,), dim, lambda a, b: (a[0] * b[0],))[0]
+
+
+def _cum_extreme(take_right: Callable) -> Callable:
+    """cummax / cummin as a scan over (value, index) pairs. ``take_right(right, left)`` (``>=`` / ``<=``) says
+    when the later element wins, so ties go to the later index; a NaN wins over everything after it until
+    the next NaN (PyTorch's rule: the value stays NaN, the index is the last NaN's)."""
+
+    def combine(left, right):
+        (lv, li), (rv, ri) = left, right
+        if lv.is_floating_point():
+            right_wins = torch.isnan(rv) | (~torch.isnan(lv) & take_right(rv, lv))
+        else:
+            right_wins = take_right(rv, lv)
+        return torch.where(right_wins, rv, lv), torch.where(right_wins, ri, li)
+
+    def decomp(self, dim):
+        if self.dim() == 0:
+            return self.clone(), torch.zeros((), dtype=torch.int64, device=self.device)
+        dim = dim % self.dim()
+        idx = _along(_arange(self.shape[dim], self), dim, self.dim()).expand(self.shape)
+        values, indices = _scan((self, idx), dim, combine)
+        return values, indices.clone()
+
+    return decomp
+
+
+# ------------------------------------------------------------------------------------- scatter reductions
+def _flat_targets(self_shape, dim: int, index: torch.Tensor) -> torch.Tensor:
+    """Row-major flat position in ``self`` that each element of ``index`` addresses along ``dim`` (1-D)."""
+    strides = [1] * len(self_shape)
+    for d in range(len(self_shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * self_shape[d + 1]
+    pos = index.to(torch.int64) * strides[dim]
+    for d in range(index.dim()):
+        if d != dim:
+            pos = pos + _along(_arange(index.shape[d], index), d, index.dim()) * strides[d]
+    return pos.reshape(-1)
+
+
+def _segment_reduce_flat(keys, values, size: int, op: Callable):
+    """Reduce ``values`` (1-D) grouped by ``keys`` (1-D ints in [0, size)) with the associative ``op``.
+    Returns (reduced per slot, touched per slot); untouched slots hold 0."""
+    sorted_keys, perm = torch.sort(keys, stable=True)
+    vals = values.index_select(0, perm)
+
+    def combine(left, right):
+        (lk, lv), (rk, rv) = left, right
+        return rk, torch.where(lk == rk, op(lv, rv), rv)
+
+    _, scanned = _scan((sorted_keys, vals), 0, combine)
+    n = keys.shape[0]
+    # the last element of each run holds the run's total; every other element is sent to slot `size`
+    is_last = torch.cat([sorted_keys[1:] != sorted_keys[:-1], torch.ones(1, dtype=torch.bool, device=keys.device)])
+    target = torch.where(is_last, sorted_keys, torch.full_like(sorted_keys, size))
+    base = torch.zeros(size + 1, dtype=values.dtype, device=values.device)
+    reduced = base.scatter(0, target, scanned)[:size]
+    touched = torch.zeros(size + 1, dtype=torch.int32, device=keys.device).scatter_add(
+        0, keys, torch.ones(n, dtype=torch.int32, device=keys.device))[:size] > 0
+    return reduced, touched
+
+
+_SEGMENT_OPS = {"prod": torch.mul, "amax": torch.maximum, "amin": torch.minimum}
+
+
+def _scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+    """scatter_reduce (sum / prod / mean / amax / amin, with or without ``self``) on the flattened problem:
+    sum and mean through ``scatter_add`` (which torch-mlir lowers), the others through
+    ``_segment_reduce_flat``. Integer 'mean' divides with floor, as PyTorch does."""
+    if self.dim() == 0:
+        out = _scatter_reduce(self.reshape(1), 0, index.reshape(1), src.reshape(1), reduce, include_self=include_self)
+        return out.reshape(())
+    dim = dim % self.dim()
+    if index.numel() == 0:
+        return self.clone()
+    for d in range(index.dim()):  # only the part of src that index covers takes part
+        src = src.narrow(d, 0, index.shape[d])
+    keys = _flat_targets(self.shape, dim, index)
+    vals = src.reshape(-1).to(self.dtype)
+    flat = self.reshape(-1)
+    size = flat.shape[0]
+    ones = torch.ones_like(vals)
+    touched = torch.zeros(size, dtype=torch.int32, device=self.device).scatter_add(
+        0, keys, torch.ones(keys.shape, dtype=torch.int32, device=self.device)) > 0
+    if reduce in ("sum", "mean"):
+        base = flat if include_self else torch.where(touched, torch.zeros_like(flat), flat)
+        out = base.scatter_add(0, keys, vals)
+        if reduce == "mean":
+            count = (torch.ones_like(flat) if include_self else torch.zeros_like(flat)).scatter_add(0, keys, ones)
+            count = torch.where(count == 0, torch.ones_like(count), count)
+            if out.is_floating_point() or out.is_complex():
+                out = out / count
+            else:
+                out = torch.div(out, count, rounding_mode="floor")
+            # untouched slots keep self exactly (division by 1 already does; this keeps -0.0 / NaN bits too)
+            out = torch.where(touched, out, flat)
+    elif reduce in _SEGMENT_OPS:
+        op = _SEGMENT_OPS[reduce]
+        reduced, _ = _segment_reduce_flat(keys, vals, size, op)
+        out = torch.where(touched, op(flat, reduced) if include_self else reduced, flat)
+    else:
+        raise ValueError(f"scatter_reduce: unknown reduce {reduce!r}")
+    return out.reshape(self.shape)
+
+
+def _scatter_legacy_reduce(self, dim, index, src, reduce):
+    """scatter(..., reduce='add' | 'multiply'): scatter_reduce including ``self``."""
+    return _scatter_reduce(self, dim, index, src, {"add": "sum", "multiply": "prod"}[reduce], include_self=True)
+
+
+def _scatter_value_reduce(self, dim, index, value, reduce):
+    src = torch.full(index.shape, value, dtype=self.dtype, device=self.device)
+    return _scatter_legacy_reduce(self, dim, index, src, reduce)
+
+
+def _index_reduce(self, dim, index, source, reduce, *, include_self=True):
+    """index_reduce as scatter_reduce with the 1-D ``index`` broadcast over ``source`` along ``dim``."""
+    if self.dim() == 0:
+        return _index_reduce(self.reshape(1), 0, index.reshape(1), source.reshape(1), reduce,
+                             include_self=include_self).reshape(())
+    dim = dim % self.dim()
+    if source.dim() == 0:
+        source = source.reshape(1)
+    idx = _along(index.reshape(-1).to(torch.int64), dim, source.dim()).expand(source.shape)
+    return _scatter_reduce(self, dim, idx, source, reduce, include_self=include_self)
+
+
+def _put(self, index, source, accumulate=False):
+    """put: index_put on the flattened tensor (negative indices count from the end)."""
+    flat = self.reshape(-1)
+    idx = index.reshape(-1).to(torch.int64)
+    idx = torch.where(idx < 0, idx + flat.shape[0], idx)
+    out = aten.index_put.default(flat, [idx], source.reshape(-1).to(self.dtype), accumulate)
+    return out.reshape(self.shape)
+
+
+# -------------------------------------------------------------------------------------------- the table
 def table() -> dict[torch._ops.OperatorBase, Callable]:
-    return {}
+    return {
+        aten.cumprod.default: _cumprod,
+        aten.cummax.default: _cum_extreme(torch.ge),
+        aten.cummin.default: _cum_extreme(torch.le),
+        aten.scatter_reduce.two: _scatter_reduce,
+        aten.scatter.reduce: _scatter_legacy_reduce,
+        aten.scatter.value_reduce: _scatter_value_reduce,
+        aten.index_reduce.default: _index_reduce,
+        aten.put.default: _put,
+    }
