@@ -102,3 +102,25 @@ def test_lowered_module_runs_on_neuron_tensors():
     out = lowered(x.to("neuron"))
     assert out.device.type == "neuron"
     torch.testing.assert_close(out.cpu(), model.cpu()(x))
+
+
+def test_reused_input_buffers_follow_writes_resizes_and_set(strict):
+    """Programs reuse the XLA buffer already aliasing a tensor; every way of changing that tensor is seen."""
+    a, b = torch.arange(6.).to("neuron"), torch.ones(6).to("neuron")
+    assert torch.equal((a + b).cpu(), torch.arange(6.) + 1)
+    a.add_(10)
+    assert torch.equal((a + b).cpu(), torch.arange(6.) + 11)
+    a.copy_(torch.zeros(6))
+    assert torch.equal((a + b).cpu(), torch.ones(6))
+    a.resize_(12)
+    a.fill_(2.0)
+    assert torch.equal((a[:6] + b).cpu(), torch.full((6,), 3.0))
+    c = a + 1  # a program's own result carries its buffer
+    c.mul_(2)
+    assert torch.equal((c + 0).cpu(), torch.full((12,), 6.0))
+    a.set_(torch.full((6,), 7.0).to("neuron"))
+    assert torch.equal((a + b).cpu(), torch.full((6,), 8.0))
+    d = torch.arange(16.).reshape(4, 4).to("neuron")
+    _ = d + 1
+    d.t_()
+    assert torch.equal((d + 0).cpu(), torch.arange(16.).reshape(4, 4).t())

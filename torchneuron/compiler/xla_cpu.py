@@ -87,6 +87,13 @@ class XlaCpuExecutable:
         return [_torch_from_dlpack(to_capsule(o[0]))
                 for o in self._execute(buffers).disassemble_into_single_device_arrays()]
 
+    def run_buffers_keep(self, buffers: Sequence) -> tuple[list[torch.Tensor], list]:
+        """``run_buffers``, also returning XLA's result buffers (each aliases its tensor's memory), so a
+        caller can feed a result to the next program without importing it again."""
+        to_capsule = self._to_capsule
+        arrays = [o[0] for o in self._execute(buffers).disassemble_into_single_device_arrays()]
+        return [_torch_from_dlpack(to_capsule(a)) for a in arrays], arrays
+
     def run(self, host_tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         to_buffer, device = self._to_buffer, self._device
         return self.run_buffers([to_buffer(_torch_to_dlpack(t), device, None) for t in host_tensors])
