@@ -205,6 +205,130 @@ def _put(self, index, source, accumulate=False):
     return out.reshape(self.shape)
 
 
+def _index_put_mask(self, indices, values, accumulate=False):
+    """index_put with one boolean mask (``x[mask] = v``, after any leading ``None``): a ``where`` over the
+    masked positions. torch-mlir turns a mask into ``nonzero`` (a data-dependent shape). When ``v`` has one
+    row per selected element, the element of rank r (row-major among the True positions) takes row r,
+    found with a cumsum of the mask. Integer-only indices go to torch-mlir's own lowering."""
+    tensors = [i for i in indices if i is not None]
+    if len(tensors) != 1 or tensors[0].dtype not in (torch.bool, torch.uint8):
+        return NotImplemented
+    p = next(k for k, i in enumerate(indices) if i is not None)
+    mask = tensors[0].to(torch.bool)
+    m = mask.dim()
+    rest = list(self.shape[p + m:])
+    r = p + 1 + len(rest)  # rank of the indexed result: self[:p] + [count] + rest
+    v = values.to(self.dtype).reshape([1] * (r - values.dim()) + list(values.shape))
+    if v.shape[p] == 1:
+        v = v.reshape(list(v.shape[:p]) + [1] * m + list(v.shape[p + 1:]))
+    else:  # one row per True position, in row-major order of the mask
+        rank = torch.cumsum(mask.reshape(-1).to(torch.int64), 0) - 1
+        rank = rank.clamp(0, v.shape[p] - 1)
+        v = v.index_select(p, rank).reshape(list(v.shape[:p]) + list(mask.shape) + list(v.shape[p + 1:]))
+    v = v.expand(self.shape)
+    where = mask.reshape([1] * p + list(mask.shape) + [1] * len(rest)).expand(self.shape)
+    if accumulate:
+        return torch.where(where, self + v, self)
+    return torch.where(where, v, self)
+
+
+# --------------------------------------------------------------------------------------- searching, moving
+def _binary_search(seq, values, right: bool):
+    """PyTorch's lower/upper bound for each of ``values`` in the last dim of ``seq`` (1-D, or with the same
+    leading dims as ``values``), as a fixed number of vectorised bisection steps. The predicate is PyTorch's
+    (go right while ``!(seq[mid] >= v)``, resp. ``!(seq[mid] > v)``), so NaNs end up where PyTorch puts
+    them. O(numel(values) * log n)."""
+    n = seq.shape[-1]
+    start = torch.zeros(values.shape, dtype=torch.int64, device=values.device)
+    end = torch.full(values.shape, n, dtype=torch.int64, device=values.device)
+    for _ in range(n.bit_length()):  # each step at least halves end - start, which starts at n
+        mid = start + torch.div(end - start, 2, rounding_mode="floor")
+        at = mid.clamp(max=n - 1)
+        if seq.dim() == 1:
+            pivot = seq.index_select(0, at.reshape(-1)).reshape(at.shape)
+        else:
+            pivot = seq.gather(-1, at)
+        go_right = ~(pivot > values) if right else ~(pivot >= values)
+        active = start < end
+        start = torch.where(active & go_right, mid + 1, start)
+        end = torch.where(active & ~go_right, mid, end)
+    return start
+
+
+def _searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None):
+    """searchsorted by vectorised bisection (``_binary_search``); ``sorter`` permutes the sequence first."""
+    right = bool(right) or side == "right"
+    out_dtype = torch.int32 if out_int32 else torch.int64
+    values = self if isinstance(self, torch.Tensor) else torch.tensor(self, dtype=sorted_sequence.dtype,
+                                                                       device=sorted_sequence.device)
+    seq = sorted_sequence if sorter is None else sorted_sequence.gather(-1, sorter.to(torch.int64))
+    if values.numel() == 0 or seq.shape[-1] == 0:
+        return torch.zeros(values.shape, dtype=out_dtype, device=values.device)
+    return _binary_search(seq, values, right).to(out_dtype)
+
+
+def _searchsorted_scalar(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None):
+    return _searchsorted(sorted_sequence, self, out_int32=out_int32, right=right, side=side, sorter=sorter)
+
+
+def _roll(self, shifts, dims=()):
+    """roll as two slices and a cat per rolled dim (torch-mlir's own lowering mis-sizes a zero shift)."""
+    if self.numel() == 0:
+        return self.clone()
+    if len(dims) == 0:  # roll the flattened tensor
+        return _roll(self.reshape(-1), shifts, [0]).reshape(self.shape)
+    out = self
+    for shift, dim in zip(shifts, dims):
+        dim = dim % self.dim()
+        n = self.shape[dim]
+        s = shift % n
+        if s:
+            out = torch.cat([out.narrow(dim, n - s, s), out.narrow(dim, 0, n - s)], dim)
+    return out.clone() if out is self else out
+
+
+def _narrow_copy(self, dim, start, length):
+    """narrow_copy as a slice + clone; an empty result is built directly (torch-mlir mis-types a zero-length
+    slice)."""
+    dim = dim % max(self.dim(), 1)
+    if length == 0:
+        shape = list(self.shape)
+        shape[dim] = 0
+        return torch.zeros(shape, dtype=self.dtype, device=self.device)
+    start = start % self.shape[dim] if start < 0 else start
+    return self.narrow(dim, start, length).clone()
+
+
+def _nonzero_static(self, *, size, fill_value=-1):
+    """nonzero_static: each nonzero element's rank among the nonzeros (an exclusive cumsum) is its output row;
+    a scatter writes the flat index there (the others go to a dropped dummy row, so every kept row has
+    one writer), then the flat indices become coordinates; rows past the count hold ``fill_value``."""
+    nd = self.dim()
+    n = self.numel()
+    if size == 0 or nd == 0 or n == 0:
+        if nd == 0 and size > 0:  # a scalar has no coordinates: (size, 0)
+            return torch.zeros((size, 0), dtype=torch.int64, device=self.device)
+        return torch.full((size, nd), fill_value, dtype=torch.int64, device=self.device)
+    flat = self.reshape(-1)
+    nz = flat if flat.dtype == torch.bool else flat != 0
+    nz64 = nz.to(torch.int64)
+    rank = torch.cumsum(nz64, 0) - 1
+    target = torch.where(nz & (rank < size), rank, torch.full_like(rank, size))
+    slots = torch.zeros(size + 1, dtype=torch.int64, device=self.device).scatter(
+        0, target, _arange(n, self))[:size]
+    coords = []
+    rest = slots
+    stride = n
+    for d in range(nd):  # peel coordinates off with floor divisions (integer fmod has no lowering)
+        stride //= self.shape[d]
+        c = torch.div(rest, stride, rounding_mode="floor")
+        rest = rest - c * stride
+        coords.append(c)
+    out = torch.stack(coords, 1)
+    valid = (_arange(size, self) < nz64.sum()).reshape(size, 1)
+    return torch.where(valid, out, torch.full_like(out, fill_value))
+
+
 # -------------------------------------------------------------------------------------------- the table
 def table() -> dict[torch._ops.OperatorBase, Callable]:
     return {
@@ -216,4 +340,10 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.scatter.value_reduce: _scatter_value_reduce,
         aten.index_reduce.default: _index_reduce,
         aten.put.default: _put,
+        aten.index_put.default: _index_put_mask,
+        aten.searchsorted.Tensor: _searchsorted,
+        aten.searchsorted.Scalar: _searchsorted_scalar,
+        aten.roll.default: _roll,
+        aten.narrow_copy.default: _narrow_copy,
+        aten.nonzero_static.default: _nonzero_static,
     }
