@@ -97,6 +97,15 @@ def _conj_physical(z: torch.Tensor) -> torch.Tensor:
     return _complex(aten.select.int(parts, -1, 0), aten.neg.default(aten.select.int(parts, -1, 1)))
 
 
+def _abs(z: torch.Tensor) -> torch.Tensor:
+    """|z| of a complex tensor. torch-mlir lowers it *wrongly* (|Re z|: a convert to real, then abs), so
+    complex inputs are rewritten (the magnitude of an FFT is the common case); real ones lower as they are."""
+    if not z.is_complex():
+        return NotImplemented
+    parts = _view_as_real(z)
+    return aten.sqrt.default(aten.sum.dim_IntList(aten.mul.Tensor(parts, parts), [-1]))
+
+
 # --------------------------------------------------------------------------------------------- the DFT
 def _twiddles(rows: int, cols: int, n: int, sign: int, weights: torch.Tensor) -> torch.Tensor:
     """W[k, j] = weights[k] · exp(sign · 2πi · k·j / n) as a [rows, cols] complex matrix.
@@ -203,6 +212,7 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.complex.default: _complex_op,
         aten.polar.default: _polar,
         aten._conj_physical.default: _conj_physical,
+        aten.abs.default: _abs,
         aten.view_as_real.default: _view_as_real,
         aten.view_as_complex.default: _view_as_complex,
     }
