@@ -446,6 +446,80 @@ def _upsample_bilinear2d_aa(x, output_size, align_corners, scales_h=None, scales
     return _cast(y, x.dtype)
 
 
+def _grid_source_index(coord, size: int, padding_mode: int, align_corners: bool):
+    """PyTorch's grid_sampler_compute_source_index: unnormalise a [-1, 1] grid coordinate to a pixel
+    coordinate, then apply border clipping or reflection (padding modes 1 and 2); same operation order as
+    the CPU kernel, which computes in the input dtype."""
+    if align_corners:
+        x = aten.mul.Tensor(aten.div.Tensor(aten.add.Tensor(coord, 1), 2), size - 1)
+    else:
+        x = aten.div.Tensor(aten.sub.Tensor(aten.mul.Tensor(aten.add.Tensor(coord, 1), size), 1), 2)
+    if padding_mode == 2:
+        lo2, hi2 = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
+        if lo2 == hi2:
+            x = aten.zeros_like.default(x)
+        else:
+            low, span = lo2 / 2, (hi2 - lo2) / 2
+            d = aten.abs.default(aten.sub.Tensor(x, low))
+            flips = aten.floor.default(aten.div.Tensor(d, span))
+            extra = aten.sub.Tensor(d, aten.mul.Tensor(flips, span))  # fmod(d, span), d >= 0
+            even = aten.eq.Tensor(flips, aten.mul.Tensor(aten.floor.default(aten.div.Tensor(flips, 2)), 2))
+            x = aten.where.self(even, aten.add.Tensor(extra, low), aten.add.Tensor(aten.rsub.Scalar(extra, span), low))
+    if padding_mode in (1, 2):
+        x = aten.clamp.default(x, 0, size - 1)
+    return x
+
+
+def _grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """3-d grid sampling (trilinear or nearest) by gathering the needed voxels from the flattened volume:
+    source coordinates are elementwise math on the grid, corner voxels a ``gather`` with out-of-volume
+    corners masked to zero (which is also the zeros padding mode). Computed in the input dtype with the
+    CPU kernel's operation order, so reduced precision rounds as it does."""
+    if interpolation_mode not in (0, 1):
+        return NotImplemented
+    n, c, D, H, W = input.shape
+    out_sp = list(grid.shape[1:4])
+    if input.numel() == 0 or grid.numel() == 0:
+        return _zeros([n, c] + out_sp, input.dtype, input.device)
+    acc = input.dtype
+    g = aten.reshape.default(_cast(grid, acc), [n, -1, 3])  # [n, P, (x, y, z)]
+    coords = [_grid_source_index(aten.select.int(g, 2, axis), size, padding_mode, align_corners)
+              for axis, size in enumerate((W, H, D))]
+    flat = aten.reshape.default(input, [n, c, D * H * W])
+
+    def voxels(ix, iy, iz):
+        """Values at integer coordinates ([n, P] each) as [n, c, P]; out-of-volume ones are 0."""
+        inside = None
+        for i, size in ((ix, W), (iy, H), (iz, D)):
+            ok = aten.logical_and.default(aten.ge.Scalar(i, 0), aten.lt.Scalar(i, size))
+            inside = ok if inside is None else aten.logical_and.default(inside, ok)
+        ix, iy, iz = (aten.clamp.default(i, 0, size - 1) for i, size in ((ix, W), (iy, H), (iz, D)))
+        lin = aten.add.Tensor(aten.mul.Tensor(aten.add.Tensor(aten.mul.Tensor(iz, H), iy), W), ix)
+        idx = aten.expand.default(aten.unsqueeze.default(lin, 1), [n, c, lin.shape[1]])
+        vals = aten.gather.default(flat, 2, idx)
+        return aten.mul.Tensor(vals, aten.unsqueeze.default(_cast(inside, acc), 1))
+
+    if interpolation_mode == 1:  # nearest: round half to even, like nearbyint
+        out = voxels(*(_cast(aten.round.default(x), torch.int64) for x in coords))
+    else:
+        lows = [aten.floor.default(x) for x in coords]
+        # weight of the low corner along an axis is (low + 1 - x), of the high one (x - low)
+        w_lo = [aten.sub.Tensor(aten.add.Tensor(lo, 1), x) for x, lo in zip(coords, lows)]
+        w_hi = [aten.sub.Tensor(x, lo) for x, lo in zip(coords, lows)]
+        lows = [_cast(lo, torch.int64) for lo in lows]
+        out = None
+        for corner in range(8):  # x fastest, then y, then z: the kernel's tnw, tne, tsw, ... order
+            bits = [(corner >> axis) & 1 for axis in range(3)]
+            w = None
+            for axis, b in enumerate(bits):
+                wf = w_hi[axis] if b else w_lo[axis]
+                w = wf if w is None else aten.mul.Tensor(w, wf)
+            term = aten.mul.Tensor(voxels(*(aten.add.Tensor(lo, b) for lo, b in zip(lows, bits))),
+                                   aten.unsqueeze.default(w, 1))
+            out = term if out is None else aten.add.Tensor(out, term)
+    return _cast(aten.reshape.default(out, [n, c] + out_sp), input.dtype)
+
+
 # ------------------------------------------------------------------------------------------------ embedding_bag
 def _embedding_bag(forward_only: bool) -> Callable:
     """Embedding bags with static shapes: the bag of each index position is the number of (bag-starting)
@@ -598,6 +672,7 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.unfold_copy.default: _unfold_copy,
         aten._pdist_forward.default: _pdist,
         aten._trilinear.default: _trilinear,
+        aten.grid_sampler_3d.default: _grid_sampler_3d,
         aten._upsample_bilinear2d_aa.default: _upsample_bilinear2d_aa,
         aten._embedding_bag.default: _embedding_bag(forward_only=False),
         aten._embedding_bag_forward_only.default: _embedding_bag(forward_only=True),
