@@ -259,8 +259,8 @@ def _searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=N
     """searchsorted by vectorised bisection (``_binary_search``); ``sorter`` permutes the sequence first."""
     right = bool(right) or side == "right"
     out_dtype = torch.int32 if out_int32 else torch.int64
-    values = self if isinstance(self, torch.Tensor) else torch.tensor(self, dtype=sorted_sequence.dtype,
-                                                                       device=sorted_sequence.device)
+    values = self if isinstance(self, torch.Tensor) else torch.full((), self, dtype=sorted_sequence.dtype,
+                                                                     device=sorted_sequence.device)
     seq = sorted_sequence if sorter is None else sorted_sequence.gather(-1, sorter.to(torch.int64))
     if values.numel() == 0 or seq.shape[-1] == 0:
         return torch.zeros(values.shape, dtype=out_dtype, device=values.device)
@@ -433,6 +433,161 @@ def _nanmedian(self):
     return _nanmedian_dim(self.reshape(-1), 0)[0]
 
 
+# ------------------------------------------------------------------------------------------- scatter views
+def _diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
+    """diagonal_scatter as a ``where`` over the diagonal's positions, reading ``src`` at each position's
+    diagonal index (PyTorch's decomposition writes through a view, which functionalization cannot remove)."""
+    nd = self.dim()
+    dim1, dim2 = dim1 % nd, dim2 % nd
+    n1, n2 = self.shape[dim1], self.shape[dim2]
+    length = src.shape[-1]
+    if length == 0:
+        return self.clone()
+    a = _arange(n1, self).reshape(n1, 1)
+    b = _arange(n2, self).reshape(1, n2)
+    on = (b - a) == offset
+    diag_index = (a if offset >= 0 else b).expand(n1, n2).clamp(0, length - 1)
+    g = src.to(self.dtype).index_select(-1, diag_index.reshape(-1)).reshape(list(src.shape[:-1]) + [n1, n2])
+    g = g.movedim([-2, -1], [dim1, dim2])
+    mask = on.reshape([1] * (nd - 2) + [n1, n2]).movedim([-2, -1], [dim1, dim2])
+    return torch.where(mask, g, self)
+
+
+def _as_strided_scatter(self, src, size, stride, storage_offset=None):
+    """as_strided_scatter as an ``index_put`` into the flattened storage: the strided view's storage positions
+    are offset + sum(i_k * stride_k), built from aranges. A non-contiguous (dense) ``self`` is handled in its
+    storage order, like the clone the op writes into. Overlapping views (a stride 0 with size > 1) write
+    one element several times; which write wins is unspecified, as in PyTorch."""
+    offset = storage_offset or 0
+    order = sorted(range(self.dim()), key=lambda d: -self.stride(d))
+    base = self.permute(order) if order != list(range(self.dim())) else self
+    flat = base.reshape(-1)
+    if src.numel() == 0:
+        return self.clone()
+    pos = torch.full(list(size), offset, dtype=torch.int64, device=self.device)
+    for d, (n, st) in enumerate(zip(size, stride)):
+        pos = pos + _along(_arange(n, self), d, len(size)) * st
+    out = aten.index_put.default(flat, [pos.reshape(-1)], src.to(self.dtype).reshape(-1), False)
+    out = out.reshape(base.shape)
+    if base is self:
+        return out
+    inverse = [order.index(d) for d in range(self.dim())]
+    return out.permute(inverse).clone()
+
+
+# -------------------------------------------------------------------------------------------- histograms
+def _linspace(start, end, steps: int):
+    """PyTorch's CPU linspace for tensor endpoints (0-d, in the output dtype): the first half counts up from
+    ``start``, the second half down from ``end``, so both ends are exact."""
+    i = _arange(steps, start).to(start.dtype)
+    step = (end - start) / (steps - 1)
+    up = start + step * i
+    down = end - step * (steps - 1 - i)
+    return torch.where(_arange(steps, start) < steps // 2, up, down)
+
+
+def _outer_edges(x2d, range_, pad: float):
+    """Per-column (leftmost, rightmost) edges, 0-d tensors in x's dtype: ``range_`` pairs if given, else the
+    column's min and max ([0, 1] for an empty input); an empty interval is widened by ``pad`` on each side
+    (one rounding of the exact value either way, as PyTorch's double arithmetic then cast)."""
+    def const(v):
+        return torch.full((), v, dtype=x2d.dtype, device=x2d.device)
+
+    edges = []
+    for d in range(x2d.shape[1]):
+        if range_ is not None or x2d.shape[0] == 0:
+            lo, hi = (float(range_[2 * d]), float(range_[2 * d + 1])) if range_ is not None else (0.0, 1.0)
+            if lo == hi:
+                lo, hi = lo - pad, hi + pad
+            edges.append((const(lo), const(hi)))
+            continue
+        col = x2d[:, d]
+        lo, hi = col.amin(), col.amax()
+        same = lo == hi
+        edges.append((torch.where(same, lo - pad, lo), torch.where(same, hi + pad, hi)))
+    return edges
+
+
+def _histogramdd(x2d, edges: list, weight, density: bool, bin_of: Callable):
+    """Counts (or weight sums) of the rows of ``x2d`` (M, N) in the grid of per-column ``edges``: elements
+    outside [first, last edge] (and NaN) are dropped, the last bin includes its right edge, and the flat
+    bin index is accumulated with one ``scatter_add`` (dropped rows go to a dummy slot). ``bin_of(column,
+    edges, d)`` gives the bin before the right-edge fix. ``density`` divides by the total and the bin sizes."""
+    counts = [e.shape[0] - 1 for e in edges]
+    total = math.prod(counts)
+    m = x2d.shape[0]
+    flat = torch.zeros(m, dtype=torch.int64, device=x2d.device)
+    keep = torch.ones(m, dtype=torch.bool, device=x2d.device)
+    for d, e in enumerate(edges):
+        col = x2d[:, d]
+        keep = keep & (col >= e[0]) & (col <= e[-1])
+        pos = bin_of(col, e, d)
+        pos = torch.where(pos >= counts[d], torch.full_like(pos, counts[d] - 1), pos).clamp(min=0)
+        flat = flat * counts[d] + pos
+    flat = torch.where(keep, flat, torch.full_like(flat, total))
+    w = torch.ones(m, dtype=x2d.dtype, device=x2d.device) if weight is None else weight.reshape(-1).to(x2d.dtype)
+    hist = torch.zeros(total + 1, dtype=x2d.dtype, device=x2d.device).scatter_add(0, flat, w)[:total]
+    hist = hist.reshape(counts)
+    if density:
+        hist = hist / hist.sum()
+        for d, e in enumerate(edges):
+            shape = [1] * len(counts)
+            shape[d] = counts[d]
+            hist = hist / (e[1:] - e[:-1]).reshape(shape)
+    return hist
+
+
+def _upper_bound_bin(col, e, d):
+    """Bin by comparison with the edges themselves (the last edge <= x), as PyTorch's binary / local search."""
+    return _binary_search(e, col, right=True) - 1
+
+
+def _histc(self, bins=100, min=0, max=0):
+    """histc: bins by PyTorch's linear interpolation, (x - lo) * bins / (hi - lo) truncated, in x's dtype; the
+    interval is [min, max], or the data's range when min == max (widened by 1 if still empty)."""
+    x = self.reshape(-1, 1)
+    if min != max:
+        pair = _outer_edges(x, [float(min), float(max)], 1.0)
+    else:
+        pair = _outer_edges(x, None if self.numel() > 0 else [float(min), float(max)], 1.0)
+    lo, hi = pair[0]
+    edges = _linspace(lo, hi, bins + 1)
+
+    def interpolate(col, e, d):
+        return torch.trunc((col - e[0]) * bins / (e[-1] - e[0])).to(torch.int64)
+
+    return _histogramdd(x, [edges], None, False, interpolate)
+
+
+def _histogram_bin_ct(self, bins=100, *, range=None, weight=None, density=False):
+    x = self.reshape(-1, 1)
+    lo, hi = _outer_edges(x, range, 0.5)[0]
+    edges = _linspace(lo, hi, bins + 1)
+    return _histogramdd(x, [edges], weight, density, _upper_bound_bin), edges
+
+
+def _histogram_bins_tensor(self, bins, *, weight=None, density=False):
+    x = self.reshape(-1, 1)
+    edges = bins.to(self.dtype)
+    return _histogramdd(x, [edges], weight, density, _upper_bound_bin), edges.clone()
+
+
+def _histogramdd_bin_edges(self, bins, *, range=None, weight=None, density=False):
+    x = self.reshape(-1, self.shape[-1])
+    return [_linspace(lo, hi, b + 1) for (lo, hi), b in zip(_outer_edges(x, range, 0.5), bins)]
+
+
+def _histogramdd_from_bin_cts(self, bins, *, range=None, weight=None, density=False):
+    x = self.reshape(-1, self.shape[-1])
+    edges = _histogramdd_bin_edges(self, bins, range=range)
+    return _histogramdd(x, edges, weight, density, _upper_bound_bin)
+
+
+def _histogramdd_from_bin_tensors(self, bins, *, weight=None, density=False):
+    x = self.reshape(-1, self.shape[-1])
+    return _histogramdd(x, [b.to(self.dtype) for b in bins], weight, density, _upper_bound_bin)
+
+
 # -------------------------------------------------------------------------------------------- the table
 def table() -> dict[torch._ops.OperatorBase, Callable]:
     return {
@@ -453,4 +608,12 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.mode.default: _mode,
         aten.nanmedian.dim: _nanmedian_dim,
         aten.nanmedian.default: _nanmedian,
+        aten.diagonal_scatter.default: _diagonal_scatter,
+        aten.as_strided_scatter.default: _as_strided_scatter,
+        aten.histc.default: _histc,
+        aten.histogram.bin_ct: _histogram_bin_ct,
+        aten.histogram.bins_tensor: _histogram_bins_tensor,
+        aten._histogramdd_bin_edges.default: _histogramdd_bin_edges,
+        aten._histogramdd_from_bin_cts.default: _histogramdd_from_bin_cts,
+        aten._histogramdd_from_bin_tensors.default: _histogramdd_from_bin_tensors,
     }
