@@ -106,6 +106,10 @@ def _abs(z: torch.Tensor) -> torch.Tensor:
     return aten.sqrt.default(aten.sum.dim_IntList(aten.mul.Tensor(parts, parts), [-1]))
 
 
+def _prims_abs(a: torch.Tensor) -> torch.Tensor:
+    return aten.abs.default(a)
+
+
 # --------------------------------------------------------------------------------------------- the DFT
 def _twiddles(rows: int, cols: int, n: int, sign: int, weights: torch.Tensor) -> torch.Tensor:
     """W[k, j] = weights[k] · exp(sign · 2πi · k·j / n) as a [rows, cols] complex matrix.
@@ -213,6 +217,9 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.polar.default: _polar,
         aten._conj_physical.default: _conj_physical,
         aten.abs.default: _abs,
+        # decompositions.py maps prims.abs back to aten.abs only when aten.abs has no entry of its own (to
+        # avoid loops); _abs never produces prims.abs, so keep that mapping here
+        torch.ops.prims.abs.default: _prims_abs,
         aten.view_as_real.default: _view_as_real,
         aten.view_as_complex.default: _view_as_complex,
     }
