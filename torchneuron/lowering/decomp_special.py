@@ -4,7 +4,9 @@ lowering for.
 Each function is rewritten into elementwise ops torch-mlir lowers (exp, log, log1p, erf, pow, tan, sin,
 where, bit casts, ...). Iterative algorithms (recurrence shifts, series, Euler-Maclaurin sums) run a fixed
 number of unrolled steps selected with ``where`` so that the graph is static; every branch is computed and
-the right one chosen per element. Half-precision inputs are computed in float32 and cast back, as
+the right one chosen per element. Float tensors are compared with float literals only (``x < 1.0``): torch-mlir
+folds a comparison of a constant float tensor with an integer literal wrongly (``full_like(x, 3.0) < 1`` becomes
+true), and polygamma's order is such a constant. Half-precision inputs are computed in float32 and cast back, as
 PyTorch's CPU kernels do; integer inputs promote to the default float dtype.
 """
 
@@ -54,10 +56,6 @@ def _polevl(x, coeffs):
 
 def _eps(x) -> float:
     return torch.finfo(x.dtype).eps
-
-
-def _full(x, v):
-    return torch.full_like(x, v)
 
 
 def _exp_sq(x, sign: float):
@@ -116,7 +114,7 @@ def _erfc(x):
     tail down to the underflow), 2 - erfc(-x) for x <= -0.5."""
     a = x.abs()
     tail = _exp_sq(a, -1.0) * _erfcx_nonneg(a)
-    out = torch.where(x < 0, 2.0 - tail, tail)
+    out = torch.where(x < 0.0, 2.0 - tail, tail)
     return torch.where(a < 0.5, 1.0 - torch.erf(x), out)
 
 
@@ -151,8 +149,8 @@ def _ndtri(p):
     tail = _polevl(t, _NDTRI_C) / _polevl(t, _NDTRI_D)
     tail = torch.where(p < 0.5, tail, -tail)
     out = torch.where((p > 0.02425) & (p < 0.97575), central, tail)
-    out = torch.where(p == 0, -_INF, torch.where(p == 1, _INF, out))
-    return torch.where((p < 0) | (p > 1), _NAN, out)
+    out = torch.where(p == 0.0, -_INF, torch.where(p == 1.0, _INF, out))
+    return torch.where((p < 0.0) | (p > 1.0), _NAN, out)
 
 
 def _erfinv(x):
@@ -220,7 +218,7 @@ def _lgamma_pos(x):
 def _lgamma(x):
     """log|Gamma(x)|; x <= 0 by reflection lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x), so poles
     (non-positive integers, -inf) give inf."""
-    neg = x <= 0
+    neg = x <= 0.0
     z = torch.where(neg, 1.0 - x, x)
     pos = _lgamma_pos(z)
     refl = math.log(math.pi) - torch.log(_abs_sinpi(x)) - pos
@@ -246,12 +244,12 @@ def _digamma_pos(x, steps: int = 10):
 def _digamma(x):
     """digamma with PyTorch's special values: psi(+-0) = -+inf, nan at negative integers and -inf; x < 0 by
     reflection psi(x) = psi(1-x) - pi / tan(pi x) (tan of the exactly reduced argument)."""
-    neg = x < 0
+    neg = x < 0.0
     pos = _digamma_pos(torch.where(neg, 1.0 - x, x))
     r = x - torch.round(x)
     out = torch.where(neg, pos - math.pi / torch.tan(math.pi * r), pos)
     out = torch.where(neg & (x == torch.trunc(x)), _NAN, out)
-    return torch.where(x == 0, -1.0 / x, out)
+    return torch.where(x == 0.0, -1.0 / x, out)
 
 
 def _trigamma(x):
@@ -276,12 +274,15 @@ _ZETA_A = [12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606
 
 def _zeta_pos(x, q):
     """Hurwitz zeta for q > 0, Cephes' algorithm with its early exits as masks: the first ten terms summed
-    directly, the rest by Euler-Maclaurin at w = q + 9 with up to 12 Bernoulli corrections."""
+    directly, the rest by Euler-Maclaurin at w = q + 9 with up to 12 Bernoulli corrections.
+    The sum is carried relative to q^-(x-1) (terms (q/(q+i))^x / q <= 1/q), so that for large q the terms,
+    which underflow float32 long before their sum does (XLA:CPU flushes subnormals), keep their value."""
     eps = _eps(x)
-    s = torch.pow(q, -x)
+    inv_q = 1.0 / q
+    s = inv_q
     b = s
     for i in range(1, 10):
-        b = torch.pow(q + i, -x)
+        b = torch.pow(q / (q + i), x) * inv_q
         s = s + b
     done = b < eps * s           # the remaining terms are negligible: Cephes returns here
     w = q + 9.0
@@ -298,26 +299,30 @@ def _zeta_pos(x, q):
         a = a * (x + k)
         b = b / w
         k = k + 1.0
-    return s
+    return torch.pow(q, 1.0 - x) * s
 
 
 def _zeta(x, q):
     """Hurwitz zeta(x, q) = sum_k (q + k)^-x. PyTorch's domain: inf at x == 1 and at non-positive integer q,
-    nan for x < 1 and for q < 0 with non-integer x. For q < 0 (x an integer) the finite sum of the terms with
-    negative base is written with zetas of positive arguments: with f = q - floor(q),
-    zeta(x, q) = zeta(x, f) + (-1)^x (zeta(x, 1 - f) - zeta(x, 1 - q))."""
+    nan for x < 1 and for q < 0 with non-integer x. For q < 0 (x an integer) the terms with a negative base are
+    (-1)^x times those of a zeta at r = -q counted down to g = r - (ceil(r) - 1) in (0, 1] (exact, unlike
+    frac(q) when q is a tiny negative number), so with f = q - floor(q):
+    zeta(x, q) = zeta(x, f) + (-1)^x (zeta(x, g) - zeta(x, r + 1)), all at positive arguments."""
     x, q = torch.broadcast_tensors(x, q)
+    neg = q < 0.0
+    r = -q
     f = q - torch.floor(q)
-    neg = q < 0
+    g = r - (torch.ceil(r) - 1.0)
     # one evaluation over the stacked arguments keeps the graph a single copy of the algorithm; lanes that
     # are not needed (or not in the domain) compute garbage that the ``where``s below drop
-    zs = _zeta_pos(torch.stack([x, x, x]), torch.stack([torch.where(neg, f, q), 1.0 - f, 1.0 - q]))
+    zs = _zeta_pos(torch.stack([x, x, x]), torch.stack([torch.where(neg, f, q), g, r + 1.0]))
     parity = torch.where(torch.floor(x * 0.5) == x * 0.5, 1.0, -1.0)
     out = torch.where(neg, zs[0] + parity * (zs[1] - zs[2]), zs[0])
-    out = torch.where((q <= 0) & (x != torch.floor(x)), _NAN, out)
-    out = torch.where((q <= 0) & (q == torch.floor(q)), _INF, out)
-    out = torch.where(x < 1, _NAN, out)
-    return torch.where(x == 1, _INF, out)
+    out = torch.where((q <= 0.0) & (x != torch.floor(x)), _NAN, out)
+    out = torch.where((q <= 0.0) & (q == torch.floor(q)), _INF, out)
+    out = torch.where(x < 1.0, _NAN, out)
+    out = torch.where((x == _INF) & (q > 1.0), _NAN, out)  # PyTorch's series gives inf * 0 there
+    return torch.where(x == 1.0, _INF, out)
 
 
 def _zeta_decomp(x, q):
