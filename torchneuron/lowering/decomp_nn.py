@@ -446,14 +446,15 @@ def _upsample_bilinear2d_aa(x, output_size, align_corners, scales_h=None, scales
     return _cast(y, x.dtype)
 
 
-def _grid_source_index(coord, size: int, padding_mode: int, align_corners: bool):
-    """PyTorch's grid_sampler_compute_source_index: unnormalise a [-1, 1] grid coordinate to a pixel
-    coordinate, then apply border clipping or reflection (padding modes 1 and 2); same operation order as
-    the CPU kernel, which computes in the input dtype."""
+def _grid_unnormalize(coord, size: int, align_corners: bool):
+    """A [-1, 1] grid coordinate as a pixel coordinate (the CPU kernel's operation order)."""
     if align_corners:
-        x = aten.mul.Tensor(aten.div.Tensor(aten.add.Tensor(coord, 1), 2), size - 1)
-    else:
-        x = aten.div.Tensor(aten.sub.Tensor(aten.mul.Tensor(aten.add.Tensor(coord, 1), size), 1), 2)
+        return aten.mul.Tensor(aten.div.Tensor(aten.add.Tensor(coord, 1), 2), size - 1)
+    return aten.div.Tensor(aten.sub.Tensor(aten.mul.Tensor(aten.add.Tensor(coord, 1), size), 1), 2)
+
+
+def _grid_pad_coordinate(x, size: int, padding_mode: int, align_corners: bool):
+    """Border clipping (padding mode 1) or reflection then clipping (mode 2) of a pixel coordinate."""
     if padding_mode == 2:
         lo2, hi2 = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
         if lo2 == hi2:
@@ -470,37 +471,75 @@ def _grid_source_index(coord, size: int, padding_mode: int, align_corners: bool)
     return x
 
 
-def _grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
-    """3-d grid sampling (trilinear or nearest) by gathering the needed voxels from the flattened volume:
-    source coordinates are elementwise math on the grid, corner voxels a ``gather`` with out-of-volume
-    corners masked to zero (which is also the zeros padding mode). Computed in the input dtype with the
-    CPU kernel's operation order, so reduced precision rounds as it does."""
-    if interpolation_mode not in (0, 1):
+def _cubic_coefficients(t):
+    """The four cubic-convolution (A = -0.75) tap weights for fractional offset t, as upsample_bicubic."""
+    a = -0.75
+
+    def near(x):  # |x| <= 1
+        return aten.add.Tensor(aten.mul.Tensor(aten.mul.Tensor(
+            aten.sub.Tensor(aten.mul.Tensor(x, a + 2), a + 3), x), x), 1)
+
+    def far(x):  # 1 < |x| < 2
+        return aten.sub.Tensor(aten.mul.Tensor(aten.add.Tensor(aten.mul.Tensor(
+            aten.sub.Tensor(aten.mul.Tensor(x, a), 5 * a), x), 8 * a), x), 4 * a)
+
+    u = aten.rsub.Scalar(t, 1)
+    return [far(aten.add.Tensor(t, 1)), near(t), near(u), far(aten.add.Tensor(u, 1))]
+
+
+def _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """2-d/3-d grid sampling (bilinear/trilinear or nearest) by gathering the needed pixels from the
+    flattened image: source coordinates are elementwise math on the grid, corner pixels a ``gather`` with
+    out-of-image corners masked to zero (which is also the zeros padding mode). Computed in the input dtype
+    with the CPU kernel's operation order, so reduced precision rounds as it does. Bicubic (2-d only) is
+    left to PyTorch's decomposition."""
+    sizes = list(input.shape[2:])
+    nd = len(sizes)
+    if interpolation_mode not in (0, 1) and not (interpolation_mode == 2 and nd == 2):
         return NotImplemented
-    n, c, D, H, W = input.shape
-    out_sp = list(grid.shape[1:4])
+    n, c = input.shape[:2]
+    out_sp = list(grid.shape[1:-1])
     if input.numel() == 0 or grid.numel() == 0:
         return _zeros([n, c] + out_sp, input.dtype, input.device)
     acc = input.dtype
-    g = aten.reshape.default(_cast(grid, acc), [n, -1, 3])  # [n, P, (x, y, z)]
-    coords = [_grid_source_index(aten.select.int(g, 2, axis), size, padding_mode, align_corners)
-              for axis, size in enumerate((W, H, D))]
-    flat = aten.reshape.default(input, [n, c, D * H * W])
+    g = aten.reshape.default(_cast(grid, acc), [n, -1, nd])  # [n, P, (x, y[, z])]
+    axis_size = sizes[::-1]  # grid axis a (x, y, z) indexes spatial dim nd-1-a
+    coords = [_grid_unnormalize(aten.select.int(g, 2, a), axis_size[a], align_corners) for a in range(nd)]
+    if interpolation_mode != 2:  # bicubic pads each tap instead
+        coords = [_grid_pad_coordinate(x, axis_size[a], padding_mode, align_corners) for a, x in enumerate(coords)]
+    flat = aten.reshape.default(input, [n, c, math.prod(sizes)])
 
-    def voxels(ix, iy, iz):
-        """Values at integer coordinates ([n, P] each) as [n, c, P]; out-of-volume ones are 0."""
-        inside = None
-        for i, size in ((ix, W), (iy, H), (iz, D)):
-            ok = aten.logical_and.default(aten.ge.Scalar(i, 0), aten.lt.Scalar(i, size))
+    def pixels(idx):
+        """Values at integer coordinates (one [n, P] tensor per grid axis) as [n, c, P]; out-of-image ones
+        are 0."""
+        inside, lin = None, None
+        for a in reversed(range(nd)):  # row-major: the slowest spatial dim is the last grid axis
+            ok = aten.logical_and.default(aten.ge.Scalar(idx[a], 0), aten.lt.Scalar(idx[a], axis_size[a]))
             inside = ok if inside is None else aten.logical_and.default(inside, ok)
-        ix, iy, iz = (aten.clamp.default(i, 0, size - 1) for i, size in ((ix, W), (iy, H), (iz, D)))
-        lin = aten.add.Tensor(aten.mul.Tensor(aten.add.Tensor(aten.mul.Tensor(iz, H), iy), W), ix)
-        idx = aten.expand.default(aten.unsqueeze.default(lin, 1), [n, c, lin.shape[1]])
-        vals = aten.gather.default(flat, 2, idx)
+            i = aten.clamp.default(idx[a], 0, axis_size[a] - 1)
+            lin = i if lin is None else aten.add.Tensor(aten.mul.Tensor(lin, axis_size[a]), i)
+        vals = aten.gather.default(flat, 2, aten.expand.default(aten.unsqueeze.default(lin, 1), [n, c, lin.shape[1]]))
         return aten.mul.Tensor(vals, aten.unsqueeze.default(_cast(inside, acc), 1))
 
     if interpolation_mode == 1:  # nearest: round half to even, like nearbyint
-        out = voxels(*(_cast(aten.round.default(x), torch.int64) for x in coords))
+        out = pixels([_cast(aten.round.default(x), torch.int64) for x in coords])
+    elif interpolation_mode == 2:  # bicubic: 4x4 taps, each tap coordinate padded, rows then columns
+        lows = [aten.floor.default(x) for x in coords]
+        cx, cy = (_cubic_coefficients(aten.sub.Tensor(x, lo)) for x, lo in zip(coords, lows))
+
+        def tap(a, lo, k):
+            return _cast(_grid_pad_coordinate(aten.add.Tensor(lo, k - 1), axis_size[a], padding_mode, align_corners),
+                         torch.int64)
+
+        out = None
+        for i in range(4):
+            row = None
+            for j in range(4):
+                term = aten.mul.Tensor(pixels([tap(0, lows[0], j), tap(1, lows[1], i)]),
+                                       aten.unsqueeze.default(cx[j], 1))
+                row = term if row is None else aten.add.Tensor(row, term)
+            term = aten.mul.Tensor(row, aten.unsqueeze.default(cy[i], 1))
+            out = term if out is None else aten.add.Tensor(out, term)
     else:
         lows = [aten.floor.default(x) for x in coords]
         # weight of the low corner along an axis is (low + 1 - x), of the high one (x - low)
@@ -508,16 +547,16 @@ def _grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corner
         w_hi = [aten.sub.Tensor(x, lo) for x, lo in zip(coords, lows)]
         lows = [_cast(lo, torch.int64) for lo in lows]
         out = None
-        for corner in range(8):  # x fastest, then y, then z: the kernel's tnw, tne, tsw, ... order
-            bits = [(corner >> axis) & 1 for axis in range(3)]
+        for corner in range(2 ** nd):  # x fastest, then y, then z: the kernel's nw, ne, sw, se ... order
+            bits = [(corner >> a) & 1 for a in range(nd)]
             w = None
-            for axis, b in enumerate(bits):
-                wf = w_hi[axis] if b else w_lo[axis]
+            for a, b in enumerate(bits):
+                wf = w_hi[a] if b else w_lo[a]
                 w = wf if w is None else aten.mul.Tensor(w, wf)
-            term = aten.mul.Tensor(voxels(*(aten.add.Tensor(lo, b) for lo, b in zip(lows, bits))),
+            term = aten.mul.Tensor(pixels([aten.add.Tensor(lo, b) for lo, b in zip(lows, bits)]),
                                    aten.unsqueeze.default(w, 1))
             out = term if out is None else aten.add.Tensor(out, term)
-    return _cast(aten.reshape.default(out, [n, c] + out_sp), input.dtype)
+    return aten.reshape.default(out, [n, c] + out_sp)
 
 
 # ------------------------------------------------------------------------------------------------ embedding_bag
@@ -672,7 +711,8 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.unfold_copy.default: _unfold_copy,
         aten._pdist_forward.default: _pdist,
         aten._trilinear.default: _trilinear,
-        aten.grid_sampler_3d.default: _grid_sampler_3d,
+        aten.grid_sampler_2d.default: _grid_sampler,
+        aten.grid_sampler_3d.default: _grid_sampler,
         aten._upsample_bilinear2d_aa.default: _upsample_bilinear2d_aa,
         aten._embedding_bag.default: _embedding_bag(forward_only=False),
         aten._embedding_bag_forward_only.default: _embedding_bag(forward_only=True),
