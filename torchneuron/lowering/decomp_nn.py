@@ -625,6 +625,23 @@ def _embedding_bag(forward_only: bool) -> Callable:
     return decomp
 
 
+def _embedding_renorm(weight, indices, max_norm, norm_type):
+    """Functional ``embedding_renorm_`` (``max_norm`` of embedding/embedding_bag): the rows ``indices``
+    touches whose p-norm exceeds max_norm are scaled by max_norm / (norm + 1e-7). Which rows are touched
+    is a [rows, n] comparison, so no unique/sort of the indices is needed."""
+    rows = weight.shape[0]
+    if indices.numel() == 0 or weight.numel() == 0:
+        return aten.clone.default(weight)
+    flat = aten.reshape.default(indices, [1, -1])
+    touched = aten.any.dim(aten.eq.Tensor(aten.unsqueeze.default(_arange(rows, weight.device), 1), flat), 1)
+    acc = _acc_dtype(weight.dtype)
+    norm = aten.linalg_vector_norm.default(_cast(weight, acc), norm_type, [1], True)
+    scale = aten.div.Tensor(aten.scalar_tensor.default(max_norm, dtype=acc, device=weight.device),
+                            aten.add.Tensor(norm, 1e-7))
+    rescale = aten.logical_and.default(aten.unsqueeze.default(touched, 1), aten.gt.Scalar(norm, max_norm))
+    return aten.where.self(rescale, aten.mul.Tensor(weight, _cast(scale, weight.dtype)), weight)
+
+
 # ------------------------------------------------------------------------------------------------ linear + cross entropy
 def _linear_ce_rows(input, linear_weight, target, linear_bias, weight, ignore_index, acc_dtype):
     """Logits, per-row class weights (0 where the target is ignored) and per-row losses of the fused
@@ -711,6 +728,7 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.unfold_copy.default: _unfold_copy,
         aten._pdist_forward.default: _pdist,
         aten._trilinear.default: _trilinear,
+        aten.embedding_renorm.default: _embedding_renorm,
         aten.grid_sampler_2d.default: _grid_sampler,
         aten.grid_sampler_3d.default: _grid_sampler,
         aten._upsample_bilinear2d_aa.default: _upsample_bilinear2d_aa,
