@@ -110,8 +110,8 @@ def _flat_targets(self_shape, dim: int, index: torch.Tensor) -> torch.Tensor:
 
 
 def _segment_reduce_flat(keys, values, size: int, op: Callable):
-    """Reduce ``values`` (1-D) grouped by ``keys`` (1-D ints in [0, size)) with the associative ``op``.
-    Returns (reduced per slot, touched per slot); untouched slots hold 0."""
+    """Reduce ``values`` (1-D) grouped by ``keys`` (1-D ints in [0, size)) with the associative ``op``: one
+    value per slot, 0 in slots no key addresses."""
     sorted_keys, perm = torch.sort(keys, stable=True)
     vals = values.index_select(0, perm)
 
@@ -120,15 +120,11 @@ def _segment_reduce_flat(keys, values, size: int, op: Callable):
         return rk, torch.where(lk == rk, op(lv, rv), rv)
 
     _, scanned = _scan((sorted_keys, vals), 0, combine)
-    n = keys.shape[0]
     # the last element of each run holds the run's total; every other element is sent to slot `size`
     is_last = torch.cat([sorted_keys[1:] != sorted_keys[:-1], torch.ones(1, dtype=torch.bool, device=keys.device)])
     target = torch.where(is_last, sorted_keys, torch.full_like(sorted_keys, size))
     base = torch.zeros(size + 1, dtype=values.dtype, device=values.device)
-    reduced = base.scatter(0, target, scanned)[:size]
-    touched = torch.zeros(size + 1, dtype=torch.int32, device=keys.device).scatter_add(
-        0, keys, torch.ones(n, dtype=torch.int32, device=keys.device))[:size] > 0
-    return reduced, touched
+    return base.scatter(0, target, scanned)[:size]
 
 
 _SEGMENT_OPS = {"prod": torch.mul, "amax": torch.maximum, "amin": torch.minimum}
@@ -167,7 +163,7 @@ def _scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
             out = torch.where(touched, out, flat)
     elif reduce in _SEGMENT_OPS:
         op = _SEGMENT_OPS[reduce]
-        reduced, _ = _segment_reduce_flat(keys, vals, size, op)
+        reduced = _segment_reduce_flat(keys, vals, size, op)
         out = torch.where(touched, op(flat, reduced) if include_self else reduced, flat)
     else:
         raise ValueError(f"scatter_reduce: unknown reduce {reduce!r}")
@@ -259,8 +255,9 @@ def _searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=N
     """searchsorted by vectorised bisection (``_binary_search``); ``sorter`` permutes the sequence first."""
     right = bool(right) or side == "right"
     out_dtype = torch.int32 if out_int32 else torch.int64
-    values = self if isinstance(self, torch.Tensor) else torch.full((), self, dtype=sorted_sequence.dtype,
-                                                                     device=sorted_sequence.device)
+    if not isinstance(self, torch.Tensor):  # the Scalar overload: compared in the promoted dtype, as PyTorch
+        self = torch.full((), self, dtype=torch.result_type(sorted_sequence, self), device=sorted_sequence.device)
+    values = self
     seq = sorted_sequence if sorter is None else sorted_sequence.gather(-1, sorter.to(torch.int64))
     if values.numel() == 0 or seq.shape[-1] == 0:
         return torch.zeros(values.shape, dtype=out_dtype, device=values.device)
@@ -453,13 +450,25 @@ def _diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
     return torch.where(mask, g, self)
 
 
+def _storage_order(t) -> list[int]:
+    """The dim order in which a clone of ``t`` lays out its storage: by decreasing stride when ``t`` is
+    non-overlapping and dense (``clone`` keeps such strides), else row-major (``clone`` makes it contiguous)."""
+    order = sorted(range(t.dim()), key=lambda d: -t.stride(d))
+    expected = 1
+    for d in reversed(order):
+        if t.shape[d] != 1 and t.stride(d) != expected:
+            return list(range(t.dim()))
+        expected *= t.shape[d]
+    return order
+
+
 def _as_strided_scatter(self, src, size, stride, storage_offset=None):
     """as_strided_scatter as an ``index_put`` into the flattened storage: the strided view's storage positions
     are offset + sum(i_k * stride_k), built from aranges. A non-contiguous (dense) ``self`` is handled in its
     storage order, like the clone the op writes into. Overlapping views (a stride 0 with size > 1) write
     one element several times; which write wins is unspecified, as in PyTorch."""
     offset = storage_offset or 0
-    order = sorted(range(self.dim()), key=lambda d: -self.stride(d))
+    order = _storage_order(self)
     base = self.permute(order) if order != list(range(self.dim())) else self
     flat = base.reshape(-1)
     if src.numel() == 0:
