@@ -133,3 +133,27 @@ def _opinfo(name):
                                   "stft", "complex", "polar"])
 def test_opinfo(name):
     _opinfo(name)
+
+
+# --------------------------------------------------------------------------------- complex arithmetic
+def _binary_cases(op):
+    z, w = _randc(3, 4, seed=14), _randc(4, seed=15)
+    x = torch.randn(3, 4, generator=_gen(16))
+    for args in ((z, w), (x, w), (z, x), (z, 2 - 1j)):
+        _check(op, *args)
+
+
+def test_complex_mul_with_complex_real_and_scalar_operands():
+    _binary_cases(aten.mul.Tensor)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", [aten.add.Tensor, aten.sub.Tensor, aten.div.Tensor])
+def test_complex_binary_with_complex_real_and_scalar_operands(op):
+    _binary_cases(op)
+
+
+def test_complex_division_keeps_extreme_divisors_finite():
+    z = _randc(4, seed=17)
+    w = torch.tensor([1e-30 + 1e30j, 3 + 0j, 0 + 2j, -1e20 + 1e-20j], dtype=torch.complex64)
+    _check(aten.div.Tensor, z, w)  # |w|² overflows float32: Smith's scaling avoids it

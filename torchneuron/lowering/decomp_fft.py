@@ -110,6 +110,104 @@ def _prims_abs(a: torch.Tensor) -> torch.Tensor:
     return aten.abs.default(a)
 
 
+# ------------------------------------------------------------------ complex arithmetic (on real parts)
+def _parts(v, dtype: torch.dtype) -> tuple:
+    """(re, im) of an operand in the real dtype ``dtype``: tensors or Python numbers; im is None when the
+    operand is real (so real operands cost nothing extra)."""
+    if isinstance(v, torch.Tensor):
+        if v.is_complex():
+            p = _view_as_real(v)
+            re, im = aten.select.int(p, -1, 0), aten.select.int(p, -1, 1)
+            cast = (lambda t: aten._to_copy.default(t, dtype=dtype)) if p.dtype != dtype else (lambda t: t)
+            return cast(re), cast(im)
+        return (aten._to_copy.default(v, dtype=dtype) if v.dtype != dtype else v), None
+    if isinstance(v, complex):
+        return v.real, v.imag
+    return v, None
+
+
+def _complex_result(a, b) -> torch.dtype | None:
+    """The result dtype if this binary op involves a complex operand, else None (the op lowers as is)."""
+    if not any(isinstance(v, torch.Tensor) and v.is_complex() or isinstance(v, complex) for v in (a, b)):
+        return None
+    return torch.result_type(a, b)
+
+
+def _as_tensor(v, like: torch.Tensor):
+    return v if isinstance(v, torch.Tensor) else aten.full_like.default(like, v)
+
+
+def _assemble(re, im, dtype: torch.dtype) -> torch.Tensor:
+    ref = re if isinstance(re, torch.Tensor) else im
+    return _complex(_as_tensor(re, ref), _as_tensor(im, ref))
+
+
+def _cmul_parts(a, b, c, d):
+    """(a + bi)(c + di) with None for a zero imaginary part."""
+    if b is None and d is None:
+        return a * c, None
+    if d is None:
+        return a * c, b * c
+    if b is None:
+        return a * c, a * d
+    return a * c - b * d, a * d + b * c
+
+
+def _complex_mul(self, other):
+    """Complex products as real arithmetic on the parts (complex elementwise ops do not lower)."""
+    dtype = _complex_result(self, other)
+    if dtype is None:
+        return NotImplemented
+    real = dtype.to_real()
+    re, im = _cmul_parts(*_parts(self, real), *_parts(other, real))
+    return _assemble(re, 0.0 if im is None else im, dtype)
+
+
+def _complex_add(self, other, *, alpha=1, negate=False):
+    dtype = _complex_result(self, other)
+    if dtype is None:
+        return NotImplemented
+    real = dtype.to_real()
+    a, b = _parts(self, real)
+    c, d = _parts(other, real)
+    if alpha != 1:
+        c, d = _cmul_parts(c, d, *((alpha.real, alpha.imag) if isinstance(alpha, complex) else (alpha, None)))
+    sign = -1 if negate else 1
+    re = a + sign * c
+    im = (b if b is not None else 0.0) + (sign * d if d is not None else 0.0)
+    return _assemble(re, im, dtype)
+
+
+def _complex_sub(self, other, *, alpha=1):
+    return _complex_add(self, other, alpha=alpha, negate=True)
+
+
+def _complex_div(self, other):
+    """(a + bi) / (c + di) with Smith's scaling (divide by the larger of |c|, |d|), so |c|² + |d|² never
+    overflows or underflows; a real divisor divides each part."""
+    dtype = _complex_result(self, other)
+    if dtype is None:
+        return NotImplemented
+    real = dtype.to_real()
+    a, b = _parts(self, real)
+    c, d = _parts(other, real)
+    b = 0.0 if b is None else b
+    if d is None:
+        return _assemble(a / c, b / c, dtype)
+    c, d = _as_tensor(c, d), _as_tensor(d, c if isinstance(c, torch.Tensor) else d)
+    c_larger = aten.ge.Tensor(aten.abs.default(c), aten.abs.default(d))
+    r = aten.where.self(c_larger, d / c, c / d)        # the smaller over the larger
+    den = aten.where.self(c_larger, c + d * r, c * r + d)
+    re = aten.where.self(c_larger, a + b * r, a * r + b) / den
+    im = aten.where.self(c_larger, b - a * r, b * r - a) / den
+    return _assemble(re, im, dtype)
+
+
+def _prims_binary(op):
+    """prims.<op> → aten.<op>.Tensor, which decompositions.py installs only for ops without a table entry."""
+    return lambda a, b: op(a, b)
+
+
 # --------------------------------------------------------------------------------------------- the DFT
 def _twiddles(rows: int, cols: int, n: int, sign: int, weights: torch.Tensor) -> torch.Tensor:
     """W[k, j] = weights[k] · exp(sign · 2πi · k·j / n) as a [rows, cols] complex matrix.
@@ -222,4 +320,14 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         torch.ops.prims.abs.default: _prims_abs,
         aten.view_as_real.default: _view_as_real,
         aten.view_as_complex.default: _view_as_complex,
+        # complex operands only (real ones return NotImplemented and lower as they are); the prims entries
+        # are decompositions.py's own prims → ATen mappings, which it skips for ops that have an entry here
+        aten.mul.Tensor: _complex_mul,
+        aten.add.Tensor: _complex_add,
+        aten.sub.Tensor: _complex_sub,
+        aten.div.Tensor: _complex_div,
+        torch.ops.prims.mul.default: _prims_binary(aten.mul.Tensor),
+        torch.ops.prims.add.default: _prims_binary(aten.add.Tensor),
+        torch.ops.prims.sub.default: _prims_binary(aten.sub.Tensor),
+        torch.ops.prims.div.default: _prims_binary(aten.div.Tensor),
     }
