@@ -6,8 +6,8 @@ results, data movement (reshape, permute, slice, cat, where), ``neg``, ``mm``/``
 ``_to_copy`` to a real dtype (``stablehlo.convert``: the real part). Complex elementwise arithmetic, reductions,
 ``complex``, ``view_as_real``/``view_as_complex``, ``real``/``imag`` and real→complex casts do not lower.
 
-So complex values are built and taken apart with those pieces only (see ``_complex`` / ``_view_as_real``),
-and every DFT is a complex matrix product with a twiddle matrix built in the graph (sizes are static). A
+So complex values are built and taken apart with those pieces only (see ``_complex`` / ``_view_as_real``);
+complex ``mul``/``add``/``sub``/``div`` and ``abs`` become real arithmetic on the parts, and every DFT is a complex matrix product with a twiddle matrix built in the graph (sizes are static). A
 matmul DFT costs O(n²) instead of O(n log n), but it is one ``dot_general`` per transformed dimension — the
 shape TensorEngine is built for — and its float32 error stays ~sqrt(n)·eps·|x|.
 
@@ -194,7 +194,10 @@ def _complex_div(self, other):
     b = 0.0 if b is None else b
     if d is None:
         return _assemble(a / c, b / c, dtype)
-    c, d = _as_tensor(c, d), _as_tensor(d, c if isinstance(c, torch.Tensor) else d)
+    if not isinstance(c, torch.Tensor):  # a Python complex divisor: multiply by its reciprocal
+        inv = 1 / complex(c, d)
+        re, im = _cmul_parts(a, b, inv.real, inv.imag)
+        return _assemble(re, im, dtype)
     c_larger = aten.ge.Tensor(aten.abs.default(c), aten.abs.default(d))
     r = aten.where.self(c_larger, d / c, c / d)        # the smaller over the larger
     den = aten.where.self(c_larger, c + d * r, c * r + d)
