@@ -698,6 +698,15 @@ def _linalg_cross(a, b, dim=-1):
     return torch.cat([c0, c1, c2], dim)
 
 
+def _linalg_vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """``dim=None`` / ``dim=[]`` (every dimension) spelled out as the explicit list of dims: torch-mlir's
+    lowering of the empty-list form leaves a rank-1 -> rank-0 cast unresolved (seen on 0-d inputs, which
+    the 0-d wrapper reshapes to one element)."""
+    if x.dim() == 0 or (dim is not None and len(dim) > 0):
+        return NotImplemented
+    return aten.linalg_vector_norm.default(x, ord, list(range(x.dim())), keepdim, dtype=dtype)
+
+
 def table() -> dict[torch._ops.OperatorBase, Callable]:
     return {
         aten.linalg_lu_factor_ex.default: _linalg_lu_factor_ex,
@@ -723,4 +732,5 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten._linalg_svd.default: _linalg_svd,
         aten.linalg_pinv.atol_rtol_tensor: _linalg_pinv,
         aten.linalg_matrix_exp.default: _linalg_matrix_exp,
+        aten.linalg_vector_norm.default: _linalg_vector_norm,
     }
