@@ -286,6 +286,55 @@ def _adaptive_max_pool3d(x, output_size):
     return _window_max(win, None, _flat_positions(positions, sizes))
 
 
+def _fractional_max_pool(nd: int) -> Callable:
+    """Fractional max pooling with indices. The window starts depend on the per-plane ``random_samples``
+    (an input, so the op is deterministic): start[o] = trunc((o + u) * a) - trunc(u * a) with
+    a = (L - k) / (O - 1), the last window ending at L, computed in the input dtype like the CPU kernel.
+    The k-wide windows are then gathered from each flattened plane and reduced as in max pooling."""
+    def decomp(x, kernel_size, output_size, random_samples):
+        k, outs = _tuple(kernel_size, nd), _tuple(output_size, nd)
+        batched = x.dim() == nd + 2
+        if not batched:
+            x = aten.unsqueeze.default(x, 0)
+        n, c = x.shape[:2]
+        sizes = list(x.shape[2:])
+        if x.numel() == 0 or 0 in outs:
+            vals, idx = _zeros([n, c] + outs, x.dtype, x.device), _zeros([n, c] + outs, torch.int64, x.device)
+        else:
+            # the sample for spatial dim i: the kernel reads width first in 2-d (w, h), depth first in 3-d
+            order = [1, 0] if nd == 2 else [0, 1, 2]
+            flat = None
+            for i in range(nd):
+                u = aten.unsqueeze.default(aten.select.int(_cast(random_samples, x.dtype), 2, order[i]), -1)
+                o = _cast(_arange(outs[i], x.device), x.dtype)
+                if outs[i] > 1:
+                    alpha = aten.div.Tensor(aten.scalar_tensor.default(sizes[i] - k[i], dtype=x.dtype, device=x.device),
+                                            aten.scalar_tensor.default(outs[i] - 1, dtype=x.dtype, device=x.device))
+                    start = aten.sub.Tensor(_cast(aten.mul.Tensor(aten.add.Tensor(o, u), alpha), torch.int64),
+                                            _cast(aten.mul.Tensor(u, alpha), torch.int64))  # [n, c, O]
+                    is_last = aten.eq.Scalar(_arange(outs[i], x.device), outs[i] - 1)
+                    start = aten.where.self(is_last, aten.scalar_tensor.default(sizes[i] - k[i], dtype=torch.int64),
+                                            start)
+                else:
+                    start = aten.expand.default(aten.scalar_tensor.default(sizes[i] - k[i], dtype=torch.int64,
+                                                                           device=x.device), [n, c, 1])
+                pos = aten.add.Tensor(aten.unsqueeze.default(start, -1), _arange(k[i], x.device))  # [n, c, O, K]
+                # lay dims out as [n, c, O_1..O_nd, K_1..K_nd] for the flat offset
+                shape = [n, c] + [1] * (2 * nd)
+                shape[2 + i], shape[2 + nd + i] = outs[i], k[i]
+                term = aten.mul.Tensor(aten.reshape.default(pos, shape), math.prod(sizes[i + 1:]))
+                flat = term if flat is None else aten.add.Tensor(flat, term)
+            flat = aten.reshape.default(flat, [n, c] + outs + [-1])
+            plane = aten.reshape.default(x, [n, c, -1])
+            win = aten.reshape.default(aten.gather.default(plane, 2, aten.reshape.default(flat, [n, c, -1])),
+                                       list(flat.shape))
+            vals, idx = _window_max(win, None, flat)
+        if not batched:
+            vals, idx = aten.squeeze.dim(vals, 0), aten.squeeze.dim(idx, 0)
+        return vals, idx
+    return decomp
+
+
 # ------------------------------------------------------------------------------------------------ convolution
 def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """Transposed convolution with output_padding: torch-mlir mis-sizes it, but lowers transposed
@@ -728,6 +777,8 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.unfold_copy.default: _unfold_copy,
         aten._pdist_forward.default: _pdist,
         aten._trilinear.default: _trilinear,
+        aten.fractional_max_pool2d.default: _fractional_max_pool(2),
+        aten.fractional_max_pool3d.default: _fractional_max_pool(3),
         aten.embedding_renorm.default: _embedding_renorm,
         aten.grid_sampler_2d.default: _grid_sampler,
         aten.grid_sampler_3d.default: _grid_sampler,
