@@ -568,6 +568,35 @@ def _linalg_pinv(A, *, atol=None, rtol=None, hermitian=False):
     return torch.matmul(V * inv2.unsqueeze(-2), _mT(G))  # V diag(1/s^2) G^T = V diag(1/s) U^T
 
 
+def _linalg_lstsq(A, B, rcond=None, *, driver=None):
+    """Least squares with LAPACK's ``gels`` (full-rank A assumed): QR for m >= n (X = R^-1 Q^T B, residuals
+    the squared norms of the rest of Q^T B when m > n), the minimum-norm solution from the QR of A^T for
+    m < n. The rank-revealing drivers (gelsy's default, gelsd, gelss) report a rank, which is not
+    reproduced here."""
+    if driver != "gels":
+        return NotImplemented
+    m, n = A.shape[-2], A.shape[-1]
+    vector = B.ndim == 1 or (A.ndim - 1 == B.ndim and B.shape == A.shape[:-1])  # as linalg.solve
+    B_ = B.unsqueeze(-1) if vector else B
+    batch = torch.broadcast_shapes(A.shape[:-2], B_.shape[:-2])
+    A = A.expand(*batch, m, n)
+    B_ = B_.expand(*batch, *B_.shape[-2:])
+    k = B_.shape[-1]
+    if m >= n:
+        a, tau = _geqrf(A)
+        qtb = _apply_q(a, tau, B_, left=True, transpose=True)
+        X = _tri_solve(a[..., :n, :], qtb[..., :n, :], upper=True)
+        res = (qtb[..., n:, :] ** 2).sum(-2) if m > n else A.new_zeros([0])
+    else:  # A^T = Q R: A = R^T Q^T, minimum-norm X = Q [R^-T B; 0]
+        a, tau = _geqrf(_mT(A))
+        y = _tri_solve(_mT(a[..., :m, :]), B_, upper=False)
+        X = _apply_q(a, tau, torch.cat([y, y.new_zeros(*batch, n - m, k)], -2), left=True, transpose=False)
+        res = A.new_zeros([0])
+    if vector:
+        X = X.squeeze(-1)
+    return X, res, torch.zeros([0], dtype=torch.long, device=A.device), A.new_zeros([0])
+
+
 # ------------------------------------------------------------------------------------------ matrix_exp
 # PyTorch's algorithm (Bader, Blanes & Casas, "Computing the matrix exponential with an optimized Taylor
 # polynomial approximation", Mathematics 2019): the degree (1, 2, 4, 8, 12, or 18 with scaling and
@@ -733,4 +762,5 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.linalg_pinv.atol_rtol_tensor: _linalg_pinv,
         aten.linalg_matrix_exp.default: _linalg_matrix_exp,
         aten.linalg_vector_norm.default: _linalg_vector_norm,
+        aten.linalg_lstsq.default: _linalg_lstsq,
     }
