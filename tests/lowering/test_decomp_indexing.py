@@ -167,6 +167,14 @@ def test_segment_reduce(cache, reduce):
     check(cache, aten.segment_reduce.default, d, reduce, lengths=lengths, initial=0.5)
 
 
+def test_hash_tensor_bits(cache):
+    # float32 subnormals, signed zero, inf and NaN all have to map to their float64 bit patterns
+    x = torch.tensor([[1e-40, -3e-45, -0.0, float("inf")], [nan, 1.5, -2.25, 3e38]])
+    for args in [(x,), (x, [1])]:
+        got, want = lowered(cache, aten.hash_tensor.default, *args), aten.hash_tensor.default(*args)
+        assert got.dtype == torch.uint64 and torch.equal(got, want)
+
+
 # ------------------------------------------------------------------------------ the OpInfo sweep's view
 _spec = importlib.util.spec_from_file_location(
     "gen_op_coverage", Path(__file__).resolve().parents[2] / "tools" / "gen_op_coverage.py")
