@@ -36,6 +36,10 @@ from torchneuron import _module_conversion  # noqa: E402
 
 _module_conversion.install()
 
+from torchneuron.device import _autograd_exit  # noqa: E402
+
+_autograd_exit.install()
+
 __version__ = "0.1.0"
 __all__ = ["executed_ops", "reset_executed_ops", "lower", "load_lowered", "fallback_ops", "__version__"]
 

@@ -15,6 +15,7 @@
 #include "aten/native/Fp64Emulation.h"
 #include "aten/native/HostAlias.h"
 #include "aten/native/HostOutputAllocator.h"
+#include "aten/native/HostThreads.h"
 #include "aten/native/OpRegistry.h"
 #include "device/Generator.h"
 #include "device/Streams.h"
@@ -227,6 +228,7 @@ void runOnHost(const c10::OperatorHandle& op, OpEntry& entry, torch::jit::Stack*
     }
   }
 
+  prepareHostKernelThread();
   const c10::Stream stream = currentStream(device);  // looked up once: this is the per-op path
   auto queue = queueOf(stream);
   if (!queue->idle()) queue->drain();  // stream order: earlier async work on this stream finishes first

@@ -1,0 +1,65 @@
+// On the simulator, host kernels run on whichever thread calls them. PyTorch's autograd engine runs a
+// device's backward in its own thread ("pt_autograd_<n>"), and with OpenMP every such thread leads its own
+// thread team. On a small machine the backward team and the forward (main-thread) team then fight over the
+// same cores, and OpenMP's spin-waiting turns that into ~10x slower kernels (a 32x64x32 bmm forward+backward:
+// ~7.7 ms instead of ~0.7 ms on two cores). A real NeuronCore has no such problem: the autograd thread only
+// launches work. So autograd's neuron threads get TORCHNEURON_AUTOGRAD_THREADS intra-op threads (default 1:
+// no second team); other threads keep PyTorch's setting.
+#include "aten/native/HostThreads.h"
+
+#include <ATen/Parallel.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace torchneuron {
+
+namespace {
+using SetThreadsFn = void (*)(int);
+using MklSetLocalFn = int (*)(int);
+
+bool isAutogradDeviceThread() {
+  char name[32] = {0};
+  if (pthread_getname_np(pthread_self(), name, sizeof(name)) != 0) return false;
+  return std::strncmp(name, "pt_autograd_", 12) == 0;
+}
+
+int configuredThreads() {
+  const char* raw = std::getenv("TORCHNEURON_AUTOGRAD_THREADS");
+  if (raw == nullptr || *raw == '\0') return 1;
+  char* end = nullptr;
+  long n = std::strtol(raw, &end, 10);
+  return (end != raw && n >= 0) ? static_cast<int>(n) : 1;  // 0: leave PyTorch's setting alone
+}
+
+// Both libraries are already loaded by torch; RTLD_NOLOAD only finds them (never loads a second copy).
+template <typename Fn>
+Fn symbolIn(const char* library, const char* symbol) {
+  void* handle = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
+  return handle == nullptr ? nullptr : reinterpret_cast<Fn>(dlsym(handle, symbol));
+}
+
+void limitThisThread(int n) {
+  // ATen initialises a thread's OpenMP/MKL thread counts lazily, on its first parallel call, from the global
+  // setting; let that happen now (inside libtorch, whose once-per-thread flag counts) so it cannot undo ours.
+  (void)at::get_num_threads();
+  // OpenMP's thread count is per thread (an ICV of the calling thread); MKL's local setting likewise.
+  if (auto set = symbolIn<SetThreadsFn>("libgomp.so.1", "omp_set_num_threads")) set(n);
+  // MKL's C entry point (the lowercase name is the Fortran one, which takes a pointer)
+  if (auto set = symbolIn<MklSetLocalFn>("libtorch_cpu.so", "MKL_Set_Num_Threads_Local")) set(n);
+}
+} // namespace
+
+void prepareHostKernelThread() {
+  thread_local bool prepared = false;
+  if (prepared) return;
+  prepared = true;
+  if (!isAutogradDeviceThread()) return;
+  if (int n = configuredThreads(); n > 0) limitThisThread(n);
+}
+
+} // namespace torchneuron
