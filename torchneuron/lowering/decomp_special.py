@@ -23,7 +23,6 @@ aten = torch.ops.aten
 _INF = float("inf")
 _NAN = float("nan")
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
-_SQRT_PI = math.sqrt(math.pi)
 _EULER = 0.57721566490153286061
 
 
@@ -467,7 +466,8 @@ def _igamma_pq(a, x):
 
 
 def _igamma_special(a, x, out, at_inf: float):
-    """PyTorch's special cases in its order of precedence (``at_inf``: the value at x = inf, 1 for P and 0 for Q; the value at x = 0 is the other one)."""
+    """PyTorch's special cases in its order of precedence. ``at_inf`` is the value at x = inf (1 for P, 0 for Q),
+    the value at x = 0 is the other one."""
     at_zero = 1.0 - at_inf
     out = torch.where(torch.isnan(a) | torch.isnan(x), _NAN, out)
     out = torch.where(x == _INF, at_inf, out)
