@@ -527,7 +527,7 @@ def _linalg_eigh(A, UPLO="L", compute_v=True):
     return _eigvalsh(A, UPLO), A.new_zeros([0])
 
 
-def _linalg_svd(A, full_matrices=True, compute_uv=True, driver=None):
+def _linalg_svd(A, full_matrices=False, compute_uv=True, driver=None):
     if compute_uv:
         return NotImplemented  # singular vectors: sign ambiguity vs LAPACK, see _linalg_eigh
     return A.new_zeros([0]), _svdvals(A), A.new_zeros([0])
@@ -688,7 +688,8 @@ def _linalg_matrix_exp(A):
         return A.clone()
     if n == 1:
         return torch.exp(A)
-    thetas = _EXP_THETAS.get(A.dtype, _EXP_THETAS[torch.float32])
+    # PyTorch uses the float thetas for float32 only; every other dtype (bfloat16, half) gets double's
+    thetas = _EXP_THETAS[torch.float32 if A.dtype == torch.float32 else torch.float64]
     norm = A.abs().sum(-2).amax(-1)
     s = torch.ceil(torch.log2(norm / thetas[5])).clamp(min=0)
     max_squarings = math.ceil(math.log2(torch.finfo(A.dtype).max / thetas[5])) + 1
