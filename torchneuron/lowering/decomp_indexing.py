@@ -192,6 +192,15 @@ def _index_reduce(self, dim, index, source, reduce, *, include_self=True):
     return _scatter_reduce(self, dim, idx, source, reduce, include_self=include_self)
 
 
+def _take(self, index):
+    """take: index_select on the flattened tensor (negative indices count from the end); PyTorch's own
+    decomposition checks the bounds with a data-dependent branch."""
+    flat = self.reshape(-1)
+    idx = index.reshape(-1).to(torch.int64)
+    idx = torch.where(idx < 0, idx + flat.shape[0], idx)
+    return flat.index_select(0, idx).reshape(index.shape)
+
+
 def _put(self, index, source, accumulate=False):
     """put: index_put on the flattened tensor (negative indices count from the end)."""
     flat = self.reshape(-1)
@@ -700,6 +709,7 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.scatter.value_reduce: _scatter_value_reduce,
         aten.index_reduce.default: _index_reduce,
         aten.put.default: _put,
+        aten.take.default: _take,
         aten.index_put.default: _index_put_mask,
         aten.searchsorted.Tensor: _searchsorted,
         aten.searchsorted.Scalar: _searchsorted_scalar,
