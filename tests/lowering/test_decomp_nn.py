@@ -1,0 +1,199 @@
+"""The nn.functional decompositions (torchneuron/lowering/decomp_nn.py): each ATen op runs through single-op
+lowering (decomposition → StableHLO → XLA:CPU) and must match CPU eager, on odd sizes and parameter variety
+(stride/padding/dilation/output_padding/groups, ceil mode, reduced precision)."""
+
+import pytest
+import torch
+import torch.utils._pytree as pytree
+
+from torchneuron.lowering.single_op import run_op
+
+aten = torch.ops.aten
+TOL = {torch.float32: (1.3e-4, 1e-4), torch.bfloat16: (3.2e-2, 2e-2)}
+
+
+def _check(op, *args, **kwargs):
+    expected = op(*args, **kwargs)
+    actual = run_op(op, args, kwargs)
+    dtype = next(a.dtype for a in pytree.tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)
+                 and a.is_floating_point())
+    rtol, atol = TOL.get(dtype, TOL[torch.float32])
+    exp_leaves, act_leaves = pytree.tree_leaves(expected), pytree.tree_leaves(actual)
+    assert len(exp_leaves) == len(act_leaves)
+    for a, e in zip(act_leaves, exp_leaves):
+        assert a.dtype == e.dtype and a.shape == e.shape, (a.dtype, e.dtype, a.shape, e.shape)
+        torch.testing.assert_close(a.cpu(), e, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _randn(*shape, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+@pytest.mark.parametrize("op,pad", [
+    (aten.reflection_pad1d.default, [2, 3]),
+    (aten.reflection_pad2d.default, [1, -1, 2, 0]),
+    (aten.replication_pad2d.default, [3, 1, 0, 2]),
+    (aten.replication_pad3d.default, [1, 2, 0, 1, 2, 0]),
+])
+def test_padding(op, pad):
+    nd = len(pad) // 2
+    _check(op, _randn(2, 3, *[5, 6, 7][:nd]), pad)
+
+
+def test_padding_zero_size_batch():
+    _check(aten.reflection_pad1d.default, _randn(0, 3, 3), [1, 2])
+
+
+@pytest.mark.parametrize("size,out", [([7, 9], [3, 4]), ([8, 8], [4, 2])])
+def test_adaptive_avg_pool2d(size, out):
+    _check(aten._adaptive_avg_pool2d.default, _randn(2, 3, *size), out)
+
+
+def test_adaptive_avg_pool3d_bf16():
+    _check(aten._adaptive_avg_pool3d.default, _randn(2, 3, 5, 7, 6, dtype=torch.bfloat16), [2, 3, 4])
+
+
+def test_adaptive_max_pool3d():
+    _check(aten.adaptive_max_pool3d.default, _randn(2, 3, 5, 7, 6), [3, 4, 2])
+
+
+@pytest.mark.parametrize("kw", [
+    dict(kernel_size=[3, 2, 2], stride=[2, 1, 2], padding=[1, 0, 1], ceil_mode=True, count_include_pad=True),
+    dict(kernel_size=[2, 3, 3], stride=[2, 2, 1], padding=[1, 1, 0], ceil_mode=True, count_include_pad=False),
+    dict(kernel_size=[2, 2, 2], stride=[], padding=[0, 0, 0], ceil_mode=False, count_include_pad=True,
+         divisor_override=3),
+])
+def test_avg_pool3d(kw):
+    _check(aten.avg_pool3d.default, _randn(2, 3, 5, 7, 6), **kw)
+
+
+@pytest.mark.parametrize("args", [
+    ([3, 2, 2], [2, 1, 2], [1, 0, 1], [1, 1, 1], True),
+    ([2, 3, 2], [1, 2, 2], [0, 1, 0], [2, 1, 2], False),
+])
+def test_max_pool3d_with_indices(args):
+    _check(aten.max_pool3d_with_indices.default, _randn(2, 3, 7, 8, 6), *args)
+
+
+def test_max_pool3d_ties_take_first_index():
+    x = torch.zeros(1, 1, 4, 4, 4)
+    x[0, 0, 1, 1, 1] = 1.0
+    _check(aten.max_pool3d_with_indices.default, x, [2, 2, 2], [1, 1, 1], [0, 0, 0], [1, 1, 1], False)
+
+
+@pytest.mark.parametrize("shape,weight,stride,padding,dilation,output_padding,groups", [
+    ([2, 4, 5, 6], [4, 3, 3, 2], [2, 3], [1, 0], [1, 1], [1, 2], 1),
+    ([2, 4, 5, 6], [4, 2, 3, 3], [3, 2], [2, 1], [2, 1], [2, 1], 2),
+    ([1, 2, 3, 4, 3], [2, 3, 2, 3, 2], [2, 2, 3], [0, 1, 1], [1, 2, 1], [1, 1, 2], 1),
+])
+def test_conv_transpose_output_padding(shape, weight, stride, padding, dilation, output_padding, groups):
+    x, w = _randn(*shape), _randn(*weight, seed=1)
+    b = _randn(weight[1] * groups, seed=2)
+    _check(aten.convolution.default, x, w, b, stride, padding, dilation, True, output_padding, groups)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_im2col(batched):
+    x = _randn(2, 3, 7, 8) if batched else _randn(3, 7, 8)
+    _check(aten.im2col.default, x, [3, 2], [2, 1], [1, 2], [2, 3])
+
+
+@pytest.mark.parametrize("dim,size,step", [(0, 3, 1), (2, 2, 3), (-1, 4, 2)])
+def test_unfold_copy(dim, size, step):
+    _check(aten.unfold_copy.default, _randn(5, 4, 7, 6), dim, size, step)
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 0.0, float("inf"), 1.5])
+def test_pdist(p):
+    _check(aten._pdist_forward.default, _randn(7, 4), p)
+
+
+def test_trilinear_bilinear_layout():
+    x1, w, x2 = _randn(6, 4), _randn(5, 4, 3, seed=1), _randn(6, 3, seed=2)
+    _check(aten._trilinear.default, x1, w, x2, [1, 3], [0], [1, 2], [2, 3])
+    _check(aten._trilinear.default, x1[:0], w, x2[:0], [1, 3], [0], [1, 2], [2, 3])
+
+
+@pytest.mark.parametrize("mode,padding_idx,include_last_offset", [
+    (0, -1, False), (0, 2, True), (1, -1, True), (1, 4, False), (2, -1, False), (2, 2, True)])
+def test_embedding_bag(mode, padding_idx, include_last_offset):
+    w = _randn(10, 3)
+    idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+    off = torch.tensor([0, 0, 4, 5])
+    psw = _randn(8, seed=3) if mode == 0 else None
+    _check(aten._embedding_bag.default, w, idx, off, False, mode, False, psw, include_last_offset, padding_idx)
+    _check(aten._embedding_bag_forward_only.default, w, idx, off, False, mode, False, psw, include_last_offset,
+           padding_idx)
+
+
+def test_embedding_renorm():
+    _check(aten.embedding_renorm.default, _randn(10, 4) * 2, torch.tensor([[1, 3], [3, 9]]), 1.5, 2.0)
+
+
+@pytest.mark.parametrize("interp,padding_mode,align_corners", [(0, 0, False), (0, 2, True), (1, 1, False)])
+def test_grid_sampler_3d(interp, padding_mode, align_corners):
+    x = _randn(2, 3, 4, 5, 6)
+    grid = torch.rand(2, 3, 4, 2, 3, generator=torch.Generator().manual_seed(1)) * 2.6 - 1.3
+    _check(aten.grid_sampler_3d.default, x, grid, interp, padding_mode, align_corners)
+
+
+@pytest.mark.parametrize("interp,padding_mode", [(2, 2), (0, 1)])
+def test_grid_sampler_2d_bf16(interp, padding_mode):
+    x = _randn(2, 3, 5, 6, dtype=torch.bfloat16)
+    grid = (torch.rand(2, 3, 4, 2, generator=torch.Generator().manual_seed(1)) * 2.6 - 1.3).bfloat16()
+    _check(aten.grid_sampler_2d.default, x, grid, interp, padding_mode, False)
+
+
+@pytest.mark.parametrize("out,align_corners,scales", [([5, 7], False, (None, None)), ([20, 30], True, (None, None)),
+                                                      ([6, 9], False, (0.47, 0.55))])
+def test_upsample_bilinear2d_aa(out, align_corners, scales):
+    _check(aten._upsample_bilinear2d_aa.default, _randn(2, 3, 13, 17), out, align_corners, *scales)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fractional_max_pool2d(dtype):
+    g = torch.Generator().manual_seed(4)
+    _check(aten.fractional_max_pool2d.default, _randn(2, 3, 11, 9, dtype=dtype), [3, 2], [4, 5],
+           torch.rand(2, 3, 2, generator=g).to(dtype))
+
+
+def test_fractional_max_pool3d():
+    g = torch.Generator().manual_seed(4)
+    _check(aten.fractional_max_pool3d.default, _randn(2, 3, 7, 11, 9), [2, 3, 2], [3, 4, 5],
+           torch.rand(2, 3, 3, generator=g))
+
+
+@pytest.mark.parametrize("reduction,weighted", [("mean", True), ("sum", False)])
+def test_linear_cross_entropy_chunked(reduction, weighted):
+    import torch.nn.modules.linear_cross_entropy  # noqa: F401  (registers the op)
+
+    op = torch.ops.torch_nn._linear_cross_entropy_batch_chunked.default
+    x, lw, lb = _randn(7, 5), _randn(6, 5, seed=1), _randn(6, seed=2)
+    target = torch.tensor([0, 1, 5, 2, -100, 3, 3])
+    w = torch.rand(6, generator=torch.Generator().manual_seed(3)) if weighted else None
+    _check(op, x, lw, target, lb, w, reduction, -100, 0.0, 2, "precise", torch.float32, True, True, True, True)
+
+
+def test_linear_cross_entropy_chunked_none():
+    import torch.nn.modules.linear_cross_entropy  # noqa: F401
+
+    op = torch.ops.torch_nn._linear_cross_entropy_batch_chunked_no_reduction.default
+    _check(op, _randn(7, 5), _randn(6, 5, seed=1), torch.tensor([0, 1, 5, 2, 3, 3, 3]), None, None, 3, 2,
+           "precise", torch.float32)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["nn.functional.conv_transpose2d", "nn.functional.max_pool3d",
+                                  "nn.functional.embedding_bag", "nn.functional.unfold", "grid_sampler_3d",
+                                  "nn.functional.pad.reflect", "nn.functional.adaptive_avg_pool1d"])
+def test_opinfo_float32(name):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "gen_op_coverage.py"
+    spec = importlib.util.spec_from_file_location("gen_op_coverage", path)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    res = gen.check_opinfo(name, "float32", max_samples=3)
+    assert res["status"] == "lowered", [e for e in res["events"] if e[1] != "lowered"][:3]
