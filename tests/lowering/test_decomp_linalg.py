@@ -125,3 +125,13 @@ def test_matrix_exp_small_and_large_norms():
     a[0] *= 1e-3  # low-degree Taylor branch
     a[2] *= 4.0  # scaling and squaring
     _check(lambda x: aten.linalg_matrix_exp(x), a)
+
+
+@pytest.mark.slow
+def test_ldl_bunch_kaufman_with_2x2_pivots_and_solve():
+    a = _rand(2, 4, 4, seed=22)
+    a = a + a.mT
+    a.diagonal(dim1=-2, dim2=-1).mul_(1e-3)  # tiny diagonal: Bunch-Kaufman picks 2x2 blocks
+    ld, piv, info = _check(lambda x: aten.linalg_ldl_factor_ex(x), a)
+    assert (piv < 0).any() and info.tolist() == [0, 0]
+    _check(lambda x, p, b: aten.linalg_ldl_solve(x, p, b), ld, piv, _rand(2, 4, 3, seed=23))
