@@ -10,11 +10,15 @@ Building blocks:
   to the left" (cumprod, cummax/cummin and segmented reductions); O(n log n) work, O(n) memory, exact for
   associative combines (products round in tree order instead of left-to-right).
 - ``_segment_reduce_flat``: a reduction of values grouped by integer keys (scatter_reduce / index_reduce with
-  prod/amax/amin): stable sort by key, segmented scan, then each segment's last element is written with a
+  prod/amax/amin): sort by key (the order within a key does not matter: the ops commute), segmented scan, then each segment's last element is written with a
   scatter in which every target slot receives exactly one write (the others go to a dropped dummy slot), so
   XLA's unspecified order of duplicate scatter writes never matters.
 - ``_binary_search``: a vectorised lower/upper bound, ceil(log2(n+1)) gather steps, the same predicate as
   PyTorch's kernel (so NaN queries land where PyTorch puts them).
+- ``_stable_sort_last``: a stable, NaN-last sort from two sorts torch-mlir lowers (its own is unstable and
+  mishandles NaN), for mode and nanmedian, whose indices depend on the order of ties.
+
+Costs are O(n log n) or O(n * log bins) in time and O(n) in memory; nothing builds an n x m one-hot.
 """
 
 from __future__ import annotations
@@ -112,7 +116,7 @@ def _flat_targets(self_shape, dim: int, index: torch.Tensor) -> torch.Tensor:
 def _segment_reduce_flat(keys, values, size: int, op: Callable):
     """Reduce ``values`` (1-D) grouped by ``keys`` (1-D ints in [0, size)) with the associative ``op``: one
     value per slot, 0 in slots no key addresses."""
-    sorted_keys, perm = torch.sort(keys, stable=True)
+    sorted_keys, perm = torch.sort(keys)
     vals = values.index_select(0, perm)
 
     def combine(left, right):
