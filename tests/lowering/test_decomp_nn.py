@@ -99,12 +99,15 @@ def test_im2col(batched):
     _check(aten.im2col.default, x, [3, 2], [2, 1], [1, 2], [2, 3])
 
 
-@pytest.mark.parametrize("dim,size,step", [(0, 3, 1), (2, 2, 3), (-1, 4, 2)])
+@pytest.mark.parametrize("dim,size,step", [(2, 2, 3), pytest.param(0, 3, 1, marks=pytest.mark.slow),
+                                            pytest.param(-1, 4, 2, marks=pytest.mark.slow)])
 def test_unfold_copy(dim, size, step):
     _check(aten.unfold_copy.default, _randn(5, 4, 7, 6), dim, size, step)
 
 
-@pytest.mark.parametrize("p", [2.0, 1.0, 0.0, float("inf"), 1.5])
+@pytest.mark.parametrize("p", [2.0, 1.5, pytest.param(1.0, marks=pytest.mark.slow),
+                               pytest.param(0.0, marks=pytest.mark.slow),
+                               pytest.param(float("inf"), marks=pytest.mark.slow)])
 def test_pdist(p):
     _check(aten._pdist_forward.default, _randn(7, 4), p)
 
@@ -116,7 +119,9 @@ def test_trilinear_bilinear_layout():
 
 
 @pytest.mark.parametrize("mode,padding_idx,include_last_offset", [
-    (0, -1, False), (0, 2, True), (1, -1, True), (1, 4, False), (2, -1, False), (2, 2, True)])
+    (0, 2, True), (1, -1, True), (2, -1, False),
+    pytest.param(0, -1, False, marks=pytest.mark.slow), pytest.param(1, 4, False, marks=pytest.mark.slow),
+    pytest.param(2, 2, True, marks=pytest.mark.slow)])
 def test_embedding_bag(mode, padding_idx, include_last_offset):
     w = _randn(10, 3)
     idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
@@ -131,21 +136,23 @@ def test_embedding_renorm():
     _check(aten.embedding_renorm.default, _randn(10, 4) * 2, torch.tensor([[1, 3], [3, 9]]), 1.5, 2.0)
 
 
-@pytest.mark.parametrize("interp,padding_mode,align_corners", [(0, 0, False), (0, 2, True), (1, 1, False)])
+@pytest.mark.parametrize("interp,padding_mode,align_corners", [
+    (0, 2, True), pytest.param(0, 0, False, marks=pytest.mark.slow), pytest.param(1, 1, False, marks=pytest.mark.slow)])
 def test_grid_sampler_3d(interp, padding_mode, align_corners):
     x = _randn(2, 3, 4, 5, 6)
     grid = torch.rand(2, 3, 4, 2, 3, generator=torch.Generator().manual_seed(1)) * 2.6 - 1.3
     _check(aten.grid_sampler_3d.default, x, grid, interp, padding_mode, align_corners)
 
 
-@pytest.mark.parametrize("interp,padding_mode", [(2, 2), (0, 1)])
+@pytest.mark.parametrize("interp,padding_mode", [(0, 1), pytest.param(2, 2, marks=pytest.mark.slow)])
 def test_grid_sampler_2d_bf16(interp, padding_mode):
     x = _randn(2, 3, 5, 6, dtype=torch.bfloat16)
     grid = (torch.rand(2, 3, 4, 2, generator=torch.Generator().manual_seed(1)) * 2.6 - 1.3).bfloat16()
     _check(aten.grid_sampler_2d.default, x, grid, interp, padding_mode, False)
 
 
-@pytest.mark.parametrize("out,align_corners,scales", [([5, 7], False, (None, None)), ([20, 30], True, (None, None)),
+@pytest.mark.parametrize("out,align_corners,scales", [([5, 7], False, (None, None)),
+                                                      pytest.param([20, 30], True, (None, None), marks=pytest.mark.slow),
                                                       ([6, 9], False, (0.47, 0.55))])
 def test_upsample_bilinear2d_aa(out, align_corners, scales):
     _check(aten._upsample_bilinear2d_aa.default, _randn(2, 3, 13, 17), out, align_corners, *scales)
