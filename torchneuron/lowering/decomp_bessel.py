@@ -427,13 +427,18 @@ def _binary(kernel: Callable, name: str) -> dict:
         out_dtype = _float_result(torch.result_type(x, n))
         cdt = _compute_dtype(out_dtype)
         x = _as_tensor(x, out_dtype).to(cdt)
-        n = torch.trunc(_as_tensor(n, out_dtype).to(cdt))
+        n = _trunc(_as_tensor(n, out_dtype).to(cdt))
         n = torch.where(torch.isfinite(n) & (n < _INT64_LIMIT), n, _like(n, -1.0))
         x, n = torch.broadcast_tensors(x, n)
         return kernel(x, n).to(out_dtype)
 
     packet = getattr(aten, name)
     return {packet.default: default, packet.x_scalar: default, packet.n_scalar: default}
+
+
+def _trunc(n):
+    # not aten.trunc: torch-mlir folds trunc of a constant (a Scalar degree) with the wrong sign
+    return torch.where(n < 0.0, torch.ceil(n), torch.floor(n))
 
 
 def _as_tensor(v, dtype: torch.dtype) -> torch.Tensor:
