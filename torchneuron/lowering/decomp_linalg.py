@@ -174,9 +174,8 @@ def _tri_solve(T, B, *, upper: bool, unit: bool = False):
     order = range(n - 1, -1, -1) if upper else range(n)
     for i in order:
         acc = B[..., i:i + 1, :]
-        done = [j for j in (range(i + 1, n) if upper else range(i))]
-        if done:
-            lo, hi = (i + 1, n) if upper else (0, i)
+        lo, hi = (i + 1, n) if upper else (0, i)
+        if hi > lo:  # subtract the already-solved unknowns
             known = torch.cat([xs[j] for j in range(lo, hi)], -2)
             acc = acc - torch.matmul(T[..., i:i + 1, lo:hi], known)
         xs[i] = acc if unit else acc / T[..., i:i + 1, i:i + 1]
@@ -332,9 +331,8 @@ def _reflect_left(X, u, tau):
     return X - (tau.unsqueeze(-1).unsqueeze(-1) * u.unsqueeze(-1)) * w
 
 
-def _reflector_vector(a, tau_len_i: int):
+def _reflector_vector(a, i: int):
     """Full-length u_i = [0 (i times), 1, a[i+1:, i]] of the i-th reflector stored in ``a`` (geqrf layout)."""
-    i, m = tau_len_i, a.shape[-2]
     parts = [torch.zeros_like(a[..., :i, i]), torch.ones_like(a[..., i:i + 1, i]), a[..., i + 1:, i]]
     return torch.cat(parts, -1)
 
@@ -380,10 +378,6 @@ def _householder_product(A, tau):
 
 def _ormqr(A, tau, C, left=True, transpose=False):
     return _apply_q(A, tau, C, left=left, transpose=transpose)
-
-
-def _geqrf_op(A):
-    return _geqrf(A)
 
 
 def _linalg_qr(A, mode="reduced"):
@@ -942,7 +936,7 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.cholesky_solve.default: _cholesky_solve,
         aten.cholesky_inverse.default: _cholesky_inverse,
         aten.linalg_cross.default: _linalg_cross,
-        aten.geqrf.default: _geqrf_op,
+        aten.geqrf.default: _geqrf,
         aten.linalg_householder_product.default: _householder_product,
         aten.ormqr.default: _ormqr,
         aten.linalg_qr.default: _linalg_qr,
