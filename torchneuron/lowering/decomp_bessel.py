@@ -153,7 +153,8 @@ def _i0e(x):
     return torch.where(small, a, b / torch.sqrt(ax))
 
 
-def _odd(x, value):
+def _odd_extension(x, value):
+    """An odd function from its values at |x| (I1, J1)."""
     return torch.where(x < 0.0, -value, value)
 
 
@@ -164,7 +165,7 @@ def _i1_impl(x, scaled: bool, truncated: bool):
     b = _chbevl(32.0 / ax - 2.0, tb) / torch.sqrt(ax)
     if not scaled:
         a, b = a * torch.exp(ax), b * torch.exp(ax)
-    return _odd(x, torch.where(ax <= 8.0, a, b))
+    return _odd_extension(x, torch.where(ax <= 8.0, a, b))
 
 
 def _i1(x):
@@ -315,7 +316,7 @@ def _j1_nonneg(ax):
 
 
 def _j1(x):
-    return _odd(x, _j1_nonneg(torch.abs(x)))
+    return _odd_extension(x, _j1_nonneg(torch.abs(x)))
 
 
 def _y_domain(x, small, large):
