@@ -93,6 +93,16 @@ def test_conv_transpose_output_padding(shape, weight, stride, padding, dilation,
     _check(aten.convolution.default, x, w, b, stride, padding, dilation, True, output_padding, groups)
 
 
+@pytest.mark.parametrize("output_padding,stride", [
+    ([1, 1], [2, 2]),                                              # oneDNN path on CPU: one rounding
+    pytest.param([2, 1], [2, 2], marks=pytest.mark.slow),          # output_padding >= stride: col2im rounding
+])
+def test_conv_transpose_bf16(output_padding, stride):
+    x, w = _randn(2, 4, 5, 6, dtype=torch.bfloat16), _randn(4, 3, 3, 2, seed=1, dtype=torch.bfloat16)
+    b = _randn(3, seed=2, dtype=torch.bfloat16)
+    _check(aten.convolution.default, x, w, b, stride, [1, 0], [3, 1], True, output_padding, 1)
+
+
 @pytest.mark.parametrize("batched", [True, False])
 def test_im2col(batched):
     x = _randn(2, 3, 7, 8) if batched else _randn(3, 7, 8)
