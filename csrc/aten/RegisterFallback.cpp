@@ -20,11 +20,31 @@ struct DirectHostPath {
       if (name.name.rfind("aten::", 0) != 0) continue;
       auto op = dispatcher.findOp(name);
       if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
-      if (!op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) continue;
+      // Also the few ops with both a CPU kernel and a generic CompositeExplicitAutograd one (native_layer_norm,
+      // native_group_norm, addr, _stack, all/any.dims, linalg__powsum): the generic one would run as a chain of
+      // small ops, slower and numerically unlike the CPU kernel a user compares against.
+      if (!op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) &&
+          !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd)) {
+        continue;
+      }
       std::string qualified = name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
       lib.impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
+      if (name.overload_name.empty()) routeGenericInplace(dispatcher, name.name);
     }
   }
+  // The generic in-place form of such an op (addr_ = addr_out(self, self, ...)) must run its generic kernel
+  // on the host too: there self and out are one C++ reference, which is how the CPU kernel tells in-place
+  // from out= (a 0-dim self is an error in place, broadcast otherwise).
+  void routeGenericInplace(c10::Dispatcher& dispatcher, const std::string& functional) {
+    auto op = dispatcher.findOp(c10::OperatorName(functional + "_", ""));
+    if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
+        !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd)) {
+      return;
+    }
+    lib.impl((functional.substr(6) + "_").c_str(),
+             torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
+  }
+
   torch::Library lib;
 };
 DirectHostPath* g_direct = new DirectHostPath();  // kept for the process: registrations die with the Library
