@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 import torch
 
+from .decompositions import _pool_out  # PyTorch's pooling output size (ceil mode included)
+
 aten = torch.ops.aten
 
 
@@ -134,13 +136,6 @@ def _adaptive_avg_pool(nd: int, native: bool) -> Callable:
             y = _adaptive_avg_along(y, x.dim() - nd + i, out_size[i])
         return _cast(y, x.dtype)
     return decomp
-
-
-def _pool_out(length: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
-    out = (length + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)) // s + 1
-    if ceil and (out - 1) * s >= length + p:
-        out -= 1
-    return out
 
 
 def _avg_pool3d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
@@ -717,7 +712,7 @@ def _embedding_renorm(weight, indices, max_norm, norm_type):
     return aten.where.self(rescale, aten.mul.Tensor(weight, _cast(scale, weight.dtype)), weight)
 
 
-# ------------------------------------------------------------------------------------------------ linear + cross entropy
+# ---------------------------------------------------------------------------------------------- linear + cross entropy
 def _linear_ce_rows(input, linear_weight, target, linear_bias, weight, ignore_index, acc_dtype):
     """Logits, per-row class weights (0 where the target is ignored) and per-row losses of the fused
     linear + cross-entropy, in the accumulation dtype."""
