@@ -163,3 +163,30 @@ def test_a_second_process_skips_lowering_and_compiling(tmp_path):
         record.write_bytes(record.read_bytes()[:-5])
     third = child()
     assert third["from_index"] == [False, False] and third["out"] == first["out"]
+
+
+def test_torch_mlir_folding_defects_are_avoided():
+    """torch-mlir folds sign/trunc of constants to -1, mis-folds float-vs-int-literal comparisons and
+    mis-sizes empty slices; the Neuron table spells these so the lowered graph computes what eager does."""
+    import torchneuron
+
+    def fn(x, a):
+        consts = torch.sign(torch.full((3,), 5.5)) + torch.trunc(torch.full((3,), -2.5))
+        consts = consts + (torch.full((3,), 3.0) < 1).float() + x[2:2].sum()
+        return x + consts, (a & 3) + torch.fmod(a, 4) + (a << 1)
+
+    x, a = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([5, 6, 7])
+    got = torchneuron.lower(fn, x, a).compile()(x, a)
+    for g, e in zip(got, fn(x, a)):
+        torch.testing.assert_close(g, e)
+
+
+def test_stable_sort_puts_nan_last_and_keeps_ties_in_order():
+    from torchneuron.lowering.single_op import run_op
+
+    t = torch.tensor([[3.0, float("nan"), 1.0, 2.0, 1.0], [0.0, -1.0, -1.0, 5.0, float("nan")]])
+    for dim in (0, 1):
+        values, indices = run_op(torch.ops.aten.sort.stable, (t,), {"stable": True, "dim": dim})
+        ev, ei = torch.ops.aten.sort.stable(t, stable=True, dim=dim)
+        torch.testing.assert_close(values, ev, equal_nan=True)
+        assert torch.equal(indices, ei)

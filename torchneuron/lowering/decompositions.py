@@ -378,24 +378,80 @@ def _avg_pool2d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_
     return aten.squeeze.dim(out, 0) if unbatched else out
 
 
-def _bool_compare(op: torch._ops.OpOverload) -> Callable:
-    """torch-mlir emits ``stablehlo.compare`` on i1 operands with a SIGNED comparison type, which XLA's
-    verifier rejects (booleans compare UNSIGNED). Compare bools as int32 0/1 instead: same order, same
-    result; every other dtype goes to torch-mlir's own lowering (``NotImplemented``)."""
+def _compare(op: torch._ops.OpOverload) -> Callable:
+    """Two torch-mlir defects in comparisons, avoided here; everything else goes to torch-mlir's own lowering
+    (``NotImplemented``):
+
+    - it emits ``stablehlo.compare`` on i1 operands with a SIGNED comparison type, which XLA's verifier
+      rejects (booleans compare UNSIGNED): bools compare as int32 0/1 instead (same order, same result);
+    - it folds a comparison of a float tensor with known contents against an *integer* literal wrongly
+      (``full(3.0) < 1`` folds to true): the literal becomes the float PyTorch converts it to anyway."""
 
     def compare(a, b):
         a_bool = isinstance(a, torch.Tensor) and a.dtype == torch.bool
         b_bool = (isinstance(b, torch.Tensor) and b.dtype == torch.bool) or isinstance(b, bool)
-        if not (a_bool and b_bool):
-            return NotImplemented
-        b = b.to(torch.int32) if isinstance(b, torch.Tensor) else int(b)
-        return op(a.to(torch.int32), b)
+        if a_bool and b_bool:
+            b = b.to(torch.int32) if isinstance(b, torch.Tensor) else int(b)
+            return op(a.to(torch.int32), b)
+        if isinstance(a, torch.Tensor) and a.is_floating_point() and isinstance(b, int) and not isinstance(b, bool):
+            return op(a, float(b))
+        return NotImplemented
 
     return compare
 
 
-def _stable_sort(x, *, stable=None, dim=-1, descending=False):
-    return aten.sort.default(x, dim, descending)
+def _sign(x):
+    """torch-mlir folds ``sign`` of a constant to -1 (and ``trunc``, which it builds from sign, with it):
+    spelled with comparisons instead, keeping NaN and signed zeros."""
+    if x.dtype == torch.bool:
+        return x.clone()
+    if x.is_floating_point():
+        return torch.where(x > 0.0, torch.ones_like(x), torch.where(x < 0.0, -torch.ones_like(x), x))
+    return torch.where(x > 0, torch.ones_like(x), torch.where(x < 0, -torch.ones_like(x), torch.zeros_like(x)))
+
+
+def _trunc(x):
+    if not x.is_floating_point():
+        return x.clone()
+    return torch.where(x >= 0.0, torch.floor(x), torch.ceil(x))
+
+
+def _scalar_as_tensor(tensor_op: torch._ops.OpOverload) -> Callable:
+    """``op.Scalar(x, 3)`` → ``op.Tensor(x, tensor(3))``: torch-mlir lowers the Tensor forms of the bitwise ops,
+    shifts and ``fmod`` but not their Scalar forms (inside graphs; single ops pass scalars as tensors anyway)."""
+
+    def rewrite(a, b):
+        dtype = torch.result_type(a, b)
+        return tensor_op(a.to(dtype), torch.full((), b, dtype=dtype, device=a.device))
+
+    return rewrite
+
+
+def _slice(x, dim=0, start=None, end=None, step=1):
+    """A zero-length ``slice`` is mis-sized by torch-mlir ('stablehlo.slice' inferred type mismatch): it is an
+    empty tensor of the right shape. Other slices are torch-mlir's own."""
+    size = x.shape[dim]
+    lo = 0 if start is None else (start + size if start < 0 else start)
+    hi = size if end is None else (end + size if end < 0 else end)
+    lo, hi = min(max(lo, 0), size), min(max(hi, 0), size)
+    if hi > lo:
+        return NotImplemented
+    shape = list(x.shape)
+    shape[dim] = 0
+    return torch.zeros(shape, dtype=x.dtype, device=x.device)
+
+
+def _stable_sort_ascending(x, *, stable=None, dim=-1, descending=False):
+    """torch-mlir lowers ``sort`` unstably with a comparator that mishandles NaN: a stable ascending sort is
+    built from sorts it does lower (NaN last, ties in index order, as PyTorch); descending keeps the plain
+    sort."""
+    if descending or x.dim() == 0:
+        return aten.sort.default(x, dim, descending)
+    from .decomp_indexing import _stable_sort_last
+
+    moved = x.movedim(dim, -1)
+    values, indices = _stable_sort_last(moved)
+    return values.movedim(-1, dim), indices.movedim(-1, dim)
 
 
 # Lowered directly by torch-mlir (one StableHLO op / a better pattern than the decomposition).
@@ -410,7 +466,7 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     table = dict(get_decomposition_table())
     for op, fn in get_decompositions(_added()).items():
         table.setdefault(op, fn)
-    table.setdefault(aten.sort.stable, _stable_sort)
+    table[aten.sort.stable] = _stable_sort_ascending
     table[aten.remainder.Tensor] = _remainder
     table[aten.max_pool2d_with_indices.default] = _max_pool2d_ceil
     table[aten.kthvalue.default] = _kthvalue
@@ -426,7 +482,19 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     for name in ("eq", "ne", "lt", "le", "gt", "ge"):
         for ov in ("Tensor", "Scalar"):
             op = getattr(getattr(aten, name), ov)
-            table.setdefault(op, _bool_compare(op))
+            table.setdefault(op, _compare(op))
+    table[aten.sign.default] = _sign
+    table[aten.trunc.default] = _trunc
+    table[aten.slice.Tensor] = _slice
+    for scalar_op, tensor_op in ((aten.bitwise_and.Scalar, aten.bitwise_and.Tensor),
+                                 (aten.bitwise_or.Scalar, aten.bitwise_or.Tensor),
+                                 (aten.bitwise_xor.Scalar, aten.bitwise_xor.Tensor),
+                                 (aten.bitwise_left_shift.Tensor_Scalar, aten.bitwise_left_shift.Tensor),
+                                 (aten.bitwise_right_shift.Tensor_Scalar, aten.bitwise_right_shift.Tensor),
+                                 (aten.__lshift__.Scalar, aten.bitwise_left_shift.Tensor),
+                                 (aten.__rshift__.Scalar, aten.bitwise_right_shift.Tensor),
+                                 (aten.fmod.Scalar, aten.fmod.Tensor)):
+        table.setdefault(scalar_op, _scalar_as_tensor(tensor_op))
     table[aten.remainder.Scalar] = _remainder
     table[aten.empty.memory_format] = _uninitialized
     table[aten.empty_strided.default] = _uninitialized_strided
