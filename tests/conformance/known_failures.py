@@ -31,10 +31,6 @@ XFAIL: dict[tuple[str, str, torch.dtype | None], str] = {
     ("sparse.sampled_addmm", "*", ANY): _SPARSE,
     ("sparse.mm.reduce", "*", ANY): _SPARSE,
     ("to_sparse", "*", ANY): _SPARSE,
-    ("nn.functional.scaled_dot_product_attention", "grad", torch.bfloat16): (
-        "math SDPA backward in bf16 (softmax grad rounded to bf16 between matmuls) vs the CPU flash kernel's "
-        "fp32 accumulation: up to 0.15 absolute on O(1) gradients"
-    ),
     ("mode", "out", ANY): (
         "torch.mode(..., out=) checks the device type in ATen (CPU, CUDA, XPU only) before dispatch; the "
         "functional form works. Fix: a neuron kernel for mode.values"
@@ -75,31 +71,27 @@ for _op, _kinds in {
     "linalg.pinv.singular": ("sample", "noncontig", "grad"), "linalg.svd": ("out", "grad"), "svd": ("out", "grad"),
     "logcumsumexp": ("grad",), "special.polygamma.special_polygamma_n_0": ("out",),
     **{f"polygamma.polygamma_n_{n}": ("out",) for n in range(5)}, "matrix_exp": ("sample", "noncontig"), "nn.functional.ctc_loss": ("grad",),
-    "nn.functional.multi_head_attention_forward": ("sample", "noncontig"),
+    "nn.functional.multi_head_attention_forward": ("sample",),
+    "nn.functional.scaled_dot_product_attention": ("noncontig", "grad"),
 }.items():
     for _kind in _kinds:
         XFAIL[(_op, _kind, torch.float64)] = _FP64_PRECISION
 
-# float16 goes the bf16 way where ATen's generic decompositions run (SDPA's math path, chunked linear_cross_entropy).
+# float16 goes the bf16 way where ATen's generic decompositions run (chunked linear_cross_entropy).
 for _op, _kinds in {
     "nn.functional.linear_cross_entropy.chunked": ("sample", "noncontig", "grad"),
     "nn.functional.linear_cross_entropy.chunked_none": ("sample", "noncontig", "grad"),
-    "nn.functional.scaled_dot_product_attention": ("sample", "grad"),
 }.items():
     for _kind in _kinds:
         XFAIL[(_op, _kind, torch.float16)] = (
-            "fp16 through ATen's generic decomposition on neuron (math SDPA, chunked linear_cross_entropy) vs "
-            "the CPU's fused fp32-accumulating kernel: fp16 rounding differs"
+            "fp16 through ATen's generic decomposition on neuron (chunked linear_cross_entropy) vs the CPU's "
+            "fused fp32-accumulating kernel: fp16 rounding differs"
         )
 XFAIL[("nn.functional.mish", "grad", torch.float16)] = (
     "fp16 mish backward: one element differs by one fp16 ulp beyond tolerance (composite backward on neuron)"
 )
 
 # (op, dtype) -> (rtol, atol, reason): where neuron legitimately computes differently from the CPU.
-_MATH_SDPA = (
-    "SDPA on neuron takes ATen's math path (what lowers to StableHLO on a Trn host); the CPU uses its flash "
-    "kernel, so results differ by rounding"
-)
 _THREADS = (
     "backward runs in autograd's neuron thread with one intra-op thread (TORCHNEURON_AUTOGRAD_THREADS, see "
     "csrc/aten/native/HostThreads.cpp); the CPU reference splits layer_norm's backward reduction over all its "
@@ -108,9 +100,6 @@ _THREADS = (
 TOLERANCE: dict[tuple[str, torch.dtype | None], tuple[float, float, str]] = {
     ("native_layer_norm", torch.bfloat16): (3.2e-2, 1e-3, _THREADS),
     ("native_layer_norm", torch.float16): (2e-2, 2e-4, _THREADS),
-    ("nn.functional.scaled_dot_product_attention", torch.float32): (1e-4, 1e-4, _MATH_SDPA),
-    ("nn.functional.scaled_dot_product_attention", torch.bfloat16): (5e-2, 6e-2, _MATH_SDPA),
-    ("nn.functional.multi_head_attention_forward", torch.float32): (1e-4, 1e-4, _MATH_SDPA),
 }
 
 

@@ -49,3 +49,21 @@ def test_explicit_generator_object():
     b = torch.randn(16, device="neuron", generator=g)
     assert g.device.type == "neuron"
     assert torch.equal(a.cpu(), b.cpu())
+
+
+def test_dropout_draws_from_the_neuron_generator_not_the_cpus():
+    """native_dropout's CPU kernel has no Generator argument; on neuron its mask must still come from the
+    neuron generator: the CPU's stream stays untouched and equal seeds give the CPU's exact result."""
+    import torch.nn.functional as F
+
+    x = torch.randn(1000)
+    torch.manual_seed(0)
+    expected = F.dropout(x, 0.3)
+    torch.manual_seed(0)
+    cpu_stream = torch.rand(3)
+    torch.manual_seed(0)
+    got = F.dropout(x.to("neuron"), 0.3).cpu()
+    assert torch.equal(torch.rand(3), cpu_stream)
+    assert torch.equal(got, expected)
+    out, mask = torch.native_dropout(x.to("neuron"), 0.3, False)
+    assert mask.dtype == torch.bool and torch.equal(out.cpu(), x)
