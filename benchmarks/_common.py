@@ -27,6 +27,32 @@ def per_call_seconds(fn: Callable[[], Any], sync: Callable[[], None], inner: int
     return statistics.median(samples)
 
 
+def paired_seconds(cpu: Callable[[], Any], neuron: Callable[[], Any], sync: Callable[[], None], inner: int,
+                   repeats: int = 9) -> tuple[float, float, float]:
+    """(cpu seconds, neuron seconds, neuron/cpu ratio) per call, measured in alternation: each repeat times
+    `inner` calls of one then of the other (order flipping every repeat), so both see the same machine
+    load; the ratio is the median of the per-repeat ratios (a shared 2-core VM swings ±30 % between runs)."""
+    for _ in range(max(3, inner // 10)):
+        cpu()
+        neuron()
+    sync()
+    cpu_s, neuron_s, ratios = [], [], []
+    for r in range(repeats):
+        pair = {}
+        for name in (("cpu", "neuron") if r % 2 == 0 else ("neuron", "cpu")):
+            fn = cpu if name == "cpu" else neuron
+            start = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            if name == "neuron":
+                sync()
+            pair[name] = (time.perf_counter() - start) / inner
+        cpu_s.append(pair["cpu"])
+        neuron_s.append(pair["neuron"])
+        ratios.append(pair["neuron"] / pair["cpu"])
+    return statistics.median(cpu_s), statistics.median(neuron_s), statistics.median(ratios)
+
+
 def sync_for(device: str) -> Callable[[], None]:
     if device.startswith("neuron"):
         return torch.neuron.synchronize

@@ -1,13 +1,15 @@
 """Eager training-step time on neuron vs CPU, measured in one run (JSON).
 
 - train_step: one optimizer step (zero_grad, forward, loss, backward, clip for GPT, step) of the MLP and the
-  GPT-style decoder of tests/training/models.py, neuron time / CPU time (lower is better; target <= 1.3)
-- small_ops: per-call latency neuron/cpu of small ops (16x16 add/mul/matmul, a 64-element sum; target <= 1.5)
-- backward_bmm: a 32x64x32 bmm forward+backward, neuron and cpu, measured after the training runs. Neuron's
-  backward runs in the autograd engine's device thread, whose OpenMP team competes with the main thread's
-  spinning team. In a fresh process on two cores neuron takes ~7.7 ms vs the CPU's ~0.7 ms (~10x); once the
-  neuron thread exists the CPU's own backward slows down too (both ~7-8 ms here); with OMP_NUM_THREADS=1 both
-  are ~0.6 ms. This, not per-op dispatch, is where most of a training step's extra time goes
+  GPT-style decoder of tests/training/models.py, neuron time / CPU time (lower is better; target <= 1.3).
+  CPU and neuron are timed in alternation and the ratio is the median of the per-repeat ratios: on a shared
+  2-core VM single runs swing by a third
+- small_ops: per-call latency neuron/cpu of small ops (16x16 add/mul/matmul, a 64-element sum; target <= 1.5),
+  timed the same way
+- backward_bmm: a 32x64x32 bmm forward+backward, neuron and cpu. Neuron's backward runs in the autograd
+  engine's device thread; with its own OpenMP team there, libgomp throttles spin-waiting for every team and
+  the bmm took ~7 ms instead of ~1.4 ms (CPU tensors too). TORCHNEURON_AUTOGRAD_THREADS=1 (the default) keeps
+  one team, at the price of a single-threaded backward (docs/eager.md)
 - ops_per_step: how many ATen ops one neuron training step runs through the host fallback, so the ratio can
   be read as (fixed per-op overhead x ops) + kernel time
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+from typing import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -28,7 +31,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import torchneuron  # noqa: E402
-from _common import emit, parser, per_call_seconds, sync_for  # noqa: E402
+from _common import emit, paired_seconds, parser, per_call_seconds, sync_for  # noqa: E402
 from tests.training.models import GPT, MLP  # noqa: E402
 
 TARGETS = {"train_step_ratio_max": 1.3, "small_op_ratio_max": 1.5}
@@ -66,11 +69,6 @@ def make_step(kind: str, device: str):
     return step
 
 
-def train_step_seconds(kind: str, device: str, steps: int) -> float:
-    step = make_step(kind, device)
-    return per_call_seconds(step, sync_for(device), inner=steps, repeats=5)
-
-
 def ops_per_step(kind: str) -> int:
     step = make_step(kind, "neuron")
     step()
@@ -81,12 +79,11 @@ def ops_per_step(kind: str) -> int:
     return sum(torchneuron.executed_ops().values())
 
 
-def small_ops(device: str) -> dict[str, float]:
+def small_ops(device: str) -> dict[str, Callable[[], object]]:
     a, b = torch.randn(16, 16, device=device), torch.randn(16, 16, device=device)
     v = torch.randn(64, device=device)
-    ops = {"add": lambda: torch.add(a, b), "mul": lambda: torch.mul(a, b), "sum": lambda: v.sum(),
-           "matmul_16x16": lambda: a @ b}
-    return {name: per_call_seconds(fn, sync_for(device), inner=2000) for name, fn in ops.items()}
+    return {"add": lambda: torch.add(a, b), "mul": lambda: torch.mul(a, b), "sum": lambda: v.sum(),
+            "matmul_16x16": lambda: a @ b}
 
 
 def backward_bmm_seconds(device: str) -> float:
@@ -103,10 +100,10 @@ def main() -> None:
 
     result: dict = {"targets": TARGETS, "train_step": {}, "small_ops": {}}
     for kind in CONFIGS:
-        cpu = train_step_seconds(kind, "cpu", args.steps)
-        neuron = train_step_seconds(kind, "neuron", args.steps)
+        cpu, neuron, ratio = paired_seconds(make_step(kind, "cpu"), make_step(kind, "neuron"),
+                                            sync_for("neuron"), inner=args.steps)
         result["train_step"][kind] = {
-            "cpu_ms": round(cpu * 1e3, 3), "neuron_ms": round(neuron * 1e3, 3), "ratio": round(neuron / cpu, 3),
+            "cpu_ms": round(cpu * 1e3, 3), "neuron_ms": round(neuron * 1e3, 3), "ratio": round(ratio, 3),
             "ops_per_step": ops_per_step(kind),
             "overhead_us_per_op": round((neuron - cpu) / max(1, ops_per_step(kind)) * 1e6, 2),
         }
@@ -114,12 +111,11 @@ def main() -> None:
     result["backward_bmm"] = {"cpu_us": round(bw["cpu"] * 1e6, 1), "neuron_us": round(bw["neuron"] * 1e6, 1),
                               "ratio": round(bw["neuron"] / bw["cpu"], 3),
                               "omp_num_threads": os.environ.get("OMP_NUM_THREADS", "")}
-    small = {"cpu": small_ops("cpu"), "neuron": small_ops("neuron")}
-    for name in small["cpu"]:
-        result["small_ops"][name] = {
-            "cpu_us": round(small["cpu"][name] * 1e6, 3), "neuron_us": round(small["neuron"][name] * 1e6, 3),
-            "ratio": round(small["neuron"][name] / small["cpu"][name], 3),
-        }
+    small_cpu, small_neuron = small_ops("cpu"), small_ops("neuron")
+    for name in small_cpu:
+        cpu, neuron, ratio = paired_seconds(small_cpu[name], small_neuron[name], sync_for("neuron"), inner=2000)
+        result["small_ops"][name] = {"cpu_us": round(cpu * 1e6, 3), "neuron_us": round(neuron * 1e6, 3),
+                                     "ratio": round(ratio, 3)}
     ratios = [v["ratio"] for v in result["small_ops"].values()]
     result["small_op_ratio_median"] = round(statistics.median(ratios), 3)
     result["meets_targets"] = {
