@@ -52,3 +52,11 @@ from torchneuron.device.streams import Event, Stream, StreamContext, current_str
 __torchneuron__ = True
 
 from torchneuron.device import memory  # noqa: E402,F401  (torch.neuron.memory.*, as torch.cuda.memory)
+
+
+def __getattr__(name: str):
+    # torch.cuda._initialized is a module flag that PyTorch reads directly (torch.utils.checkpoint saves and
+    # restores a device's RNG state only when it is true); here it follows the runtime.
+    if name == "_initialized":
+        return is_initialized()
+    raise AttributeError(f"module 'torch.neuron' has no attribute {name!r}")
