@@ -31,6 +31,11 @@ XFAIL: dict[tuple[str, str, torch.dtype | None], str] = {
     ("sparse.sampled_addmm", "*", ANY): _SPARSE,
     ("sparse.mm.reduce", "*", ANY): _SPARSE,
     ("to_sparse", "*", ANY): _SPARSE,
+    ("fft.ihfftn", "out", ANY): (
+        "PyTorch bug, not neuron's: with one transformed dim, fft_ihfftn.out never writes out (its result goes "
+        "through conj_physical_out and is dropped), so CPU and neuron both return a presized out's "
+        "uninitialised memory, which cannot compare equal"
+    ),
     ("mode", "out", ANY): (
         "torch.mode(..., out=) checks the device type in ATen (CPU, CUDA, XPU only) before dispatch; the "
         "functional form works. Fix: a neuron kernel for mode.values"
