@@ -74,13 +74,24 @@ for _op, _kinds in {
     "cov": ("grad",), "digamma": ("grad",), "grid_sampler_2d": ("grad",), "grid_sampler_3d": ("grad",),
     "linalg.eigh": ("out",), "linalg.householder_product": ("grad",),
     "linalg.pinv.singular": ("sample", "noncontig", "grad"), "linalg.svd": ("out", "grad"), "svd": ("out", "grad"),
-    "logcumsumexp": ("grad",), "special.polygamma.special_polygamma_n_0": ("out",),
-    **{f"polygamma.polygamma_n_{n}": ("out",) for n in range(5)}, "matrix_exp": ("sample", "noncontig"), "nn.functional.ctc_loss": ("grad",),
-    "nn.functional.multi_head_attention_forward": ("sample",),
-    "nn.functional.scaled_dot_product_attention": ("noncontig", "grad"),
+    "logcumsumexp": ("grad",), "matrix_exp": ("sample", "noncontig"), "nn.functional.ctc_loss": ("grad",),
 }.items():
     for _kind in _kinds:
         XFAIL[(_op, _kind, torch.float64)] = _FP64_PRECISION
+
+# (op, kind, dtype) -> reason. Expected failures that depend on the random sample values (float64 in
+# float32 near a pole or cancellation): counted as known when they fail, never reported stale when a run's
+# samples happen to pass (the pytest suite and report.py draw different samples).
+SAMPLE_DEPENDENT: dict[tuple[str, str, torch.dtype | None], str] = {}
+for _op, _kinds in {
+    "special.polygamma.special_polygamma_n_0": ("sample", "noncontig", "out"),
+    **{f"polygamma.polygamma_n_{n}": ("sample", "noncontig", "out", "inplace") for n in range(5)},
+    "nn.functional.multi_head_attention_forward": ("sample", "noncontig"),
+    "nn.functional.scaled_dot_product_attention": ("noncontig", "grad"),
+    "linalg.eig": ("out",),
+}.items():
+    for _kind in _kinds:
+        SAMPLE_DEPENDENT[(_op, _kind, torch.float64)] = _FP64_PRECISION
 
 # float16 goes the bf16 way where ATen's generic decompositions run (chunked linear_cross_entropy).
 for _op, _kinds in {
@@ -124,7 +135,12 @@ def crash_reason(op: str) -> str | None:
 
 
 def xfail_reason(op: str, kind: str, dtype: torch.dtype) -> str | None:
-    return _lookup(XFAIL, op, kind, dtype)
+    return _lookup(XFAIL, op, kind, dtype) or _lookup(SAMPLE_DEPENDENT, op, kind, dtype)
+
+
+def may_pass(op: str, kind: str, dtype: torch.dtype) -> bool:
+    """Whether an expected failure may pass on other samples (no stale-entry error then)."""
+    return _lookup(XFAIL, op, kind, dtype) is None and _lookup(SAMPLE_DEPENDENT, op, kind, dtype) is not None
 
 
 def tolerance(op: str, dtype: torch.dtype) -> tuple[float, float] | None:

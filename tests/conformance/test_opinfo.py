@@ -42,6 +42,8 @@ class TestNeuronOpInfo(TestCase):
         ran = [o for o in outcomes if o.status != "skip"]
         xfail = known_failures.xfail_reason(key, kind, dtype)
         if xfail is not None:
+            if not failures and known_failures.may_pass(key, kind, dtype):
+                return
             if not failures:
                 pytest.fail(f"stale known_failures.XFAIL entry: every sample of {key} [{kind}, {dtype}] passes "
                             f"now; remove the entry ({xfail})")
