@@ -78,3 +78,14 @@ def test_conjugated_and_complex_results_copy_back():
     zc = z.to("neuron").conj()  # lazily conjugated view
     assert zc.is_conj() and torch.equal(zc.cpu(), z.conj())
     assert torch.allclose(torch.fft.ifft(a.to("neuron")).cpu(), torch.fft.ifft(a))
+
+
+def test_host_results_keep_their_lazy_conjugation():
+    """vdot(a, b.conj()) ends in .conj() of a fresh result; dropping the bit returned the conjugate."""
+    a, b = torch.randn(5, dtype=torch.complex64), torch.randn(5, dtype=torch.complex64)
+    na, nb = a.to("neuron"), b.to("neuron")
+    for fn in (lambda x, y: torch.vdot(x, y.conj()), lambda x, y: torch.vdot(x.conj(), y),
+               lambda x, y: torch.linalg.lu_solve(*torch.linalg.lu_factor(torch.eye(5, dtype=x.dtype, device=x.device)
+                                                                           + x.outer(y)), y.unsqueeze(-1),
+                                                  adjoint=True)):
+        torch.testing.assert_close(fn(na, nb).cpu(), fn(a, b))

@@ -69,7 +69,12 @@ at::Tensor fromHostResult(const at::Tensor& out, c10::DeviceIndex device) {
   if (cachingAllocator().owns(storage->data_ptr())) {
     retagAsDevice(storage->mutable_data_ptr(), device);
     storage->set_allocator(&cachingAllocator());
-    return deviceTensorOver(out.storage(), out, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1));
+    at::Tensor result = deviceTensorOver(out.storage(), out, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1));
+    // A fresh result may come back as a lazily conjugated / negated view (vdot(a, b.conj()) ends in .conj()):
+    // the bits are part of its value.
+    if (out.is_conj()) result._set_conj(true);
+    if (out.is_neg()) result._set_neg(true);
+    return result;
   }
   at::Tensor copy = at::empty_strided(out.sizes(), out.strides(),
                                       out.options().device(c10::Device(c10::DeviceType::PrivateUse1, device)));
