@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from torchneuron.lowering.single_op import ProgramCache, Unsupported
+from torchneuron.lowering.single_op import ProgramCache
 
 aten = torch.ops.aten
 nan = float("nan")
@@ -20,10 +20,7 @@ def cache():
 
 
 def lowered(cache, op, *args, **kwargs):
-    prog, info, values, dyn = cache.lookup(op, args, kwargs)
-    if isinstance(prog, Unsupported):
-        raise prog
-    return prog(info, values, dyn)
+    return cache.run(op, args, kwargs)
 
 
 def check(cache, op, *args, **kwargs):

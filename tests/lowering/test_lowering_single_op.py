@@ -18,10 +18,7 @@ def cache():
 
 
 def run(cache, op, *args, **kwargs):
-    prog, info, values, dyn = cache.lookup(op, args, kwargs)
-    if isinstance(prog, Unsupported):
-        raise prog
-    return prog(info, values, dyn)
+    return cache.run(op, args, kwargs)
 
 
 @pytest.mark.parametrize("op,make", [

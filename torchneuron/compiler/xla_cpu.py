@@ -83,9 +83,7 @@ class XlaCpuExecutable:
 
     def run_buffers(self, buffers: Sequence) -> list[torch.Tensor]:
         """Execute on XLA buffers; results are CPU tensors that own XLA's output buffers."""
-        to_capsule = self._to_capsule
-        return [_torch_from_dlpack(to_capsule(o[0]))
-                for o in self._execute(buffers).disassemble_into_single_device_arrays()]
+        return self.run_buffers_keep(buffers)[0]
 
     def run_buffers_keep(self, buffers: Sequence) -> tuple[list[torch.Tensor], list]:
         """``run_buffers``, also returning XLA's result buffers (each aliases its tensor's memory), so a

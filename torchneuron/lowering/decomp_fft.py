@@ -153,23 +153,31 @@ def _cmul_parts(a, b, c, d):
     return a * c - b * d, a * d + b * c
 
 
-def _complex_mul(self, other):
-    """Complex products as real arithmetic on the parts (complex elementwise ops do not lower)."""
+def _complex_operands(self, other) -> tuple | None:
+    """(result dtype, (a, b), (c, d)): both operands' real and imaginary parts in the result's real dtype, or
+    None when neither operand is complex (the op then lowers as is)."""
     dtype = _complex_result(self, other)
     if dtype is None:
-        return NotImplemented
+        return None
     real = dtype.to_real()
-    re, im = _cmul_parts(*_parts(self, real), *_parts(other, real))
+    return dtype, _parts(self, real), _parts(other, real)
+
+
+def _complex_mul(self, other):
+    """Complex products as real arithmetic on the parts (complex elementwise ops do not lower)."""
+    operands = _complex_operands(self, other)
+    if operands is None:
+        return NotImplemented
+    dtype, ab, cd = operands
+    re, im = _cmul_parts(*ab, *cd)
     return _assemble(re, 0.0 if im is None else im, dtype)
 
 
 def _complex_add(self, other, *, alpha=1, negate=False):
-    dtype = _complex_result(self, other)
-    if dtype is None:
+    operands = _complex_operands(self, other)
+    if operands is None:
         return NotImplemented
-    real = dtype.to_real()
-    a, b = _parts(self, real)
-    c, d = _parts(other, real)
+    dtype, (a, b), (c, d) = operands
     if alpha != 1:
         c, d = _cmul_parts(c, d, *((alpha.real, alpha.imag) if isinstance(alpha, complex) else (alpha, None)))
     sign = -1 if negate else 1
@@ -185,12 +193,10 @@ def _complex_sub(self, other, *, alpha=1):
 def _complex_div(self, other):
     """(a + bi) / (c + di) with Smith's scaling (divide by the larger of |c|, |d|), so |c|² + |d|² never
     overflows or underflows; a real divisor divides each part."""
-    dtype = _complex_result(self, other)
-    if dtype is None:
+    operands = _complex_operands(self, other)
+    if operands is None:
         return NotImplemented
-    real = dtype.to_real()
-    a, b = _parts(self, real)
-    c, d = _parts(other, real)
+    dtype, (a, b), (c, d) = operands
     b = 0.0 if b is None else b
     if d is None:
         return _assemble(a / c, b / c, dtype)

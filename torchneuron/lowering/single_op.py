@@ -349,33 +349,26 @@ class OpProgram:
         exe = self.exe
         import_buffer, xla_device = exe._to_buffer, exe._device
         for (kind, dt), v in zip(self.kinds, dyn):
-            if kind == "t":
-                if v.is_cpu:  # CPU wrapped numbers ride along with device tensors
-                    h = v
-                else:
-                    cached = _cached_buffer(v) if dt is None else None
-                    if cached is not None:
-                        buffers.append(cached)
-                        continue
-                    h = view(v)
-                if dt is not None:
-                    h = h.to(dt)
-                elif not h.is_contiguous():
-                    h = h.contiguous()
-                elif h is not v:
-                    buf = import_buffer(_to_dlpack(h), xla_device, None)  # the buffer keeps h alive
-                    _remember_buffer(v, buf)
-                    buffers.append(buf)
-                    continue
-                buffers.append(import_buffer(_to_dlpack(h), xla_device, None))
-            else:
+            if kind != "t":
                 buffers.append(self._scalar_buffer(v, dt))
+                continue
+            if not v.is_cpu and dt is None:  # a device tensor read as it is: its aliasing buffer is reusable
+                buf = _cached_buffer(v)
+                if buf is None:
+                    h = view(v)
+                    if h.is_contiguous():
+                        buf = import_buffer(_to_dlpack(h), xla_device, None)  # the buffer keeps h alive
+                        _remember_buffer(v, buf)
+                    else:
+                        buf = import_buffer(_to_dlpack(h.contiguous()), xla_device, None)
+                buffers.append(buf)
+                continue
+            h = v if v.is_cpu else view(v)  # CPU wrapped numbers ride along with device tensors
+            h = h.to(dt) if dt is not None else h.contiguous()
+            buffers.append(import_buffer(_to_dlpack(h), xla_device, None))
         for c in self.constants:
             buffers.append(import_buffer(_to_dlpack(c), xla_device, None))
-        if adopt is not None:
-            outs, arrays = exe.run_buffers_keep(buffers)
-        else:
-            outs, arrays = exe.run_buffers(buffers), None
+        outs, arrays = exe.run_buffers_keep(buffers)
         for i, dt in self._cast_slots:
             outs[i] = outs[i].to(dt)
         if self._to_python:
@@ -388,7 +381,7 @@ class OpProgram:
             outs = [adopt(o) for o in outs[:n_user]]
             for i, o in enumerate(outs):
                 if self.casts[i] is None:  # the adopted tensor owns this very buffer's memory
-                    o.__dict__[_BUF_ATTR] = (arrays[i], o.data_ptr(), o.shape, o.stride())
+                    _attach_buffer(o, arrays[i])
         elif len(outs) != n_user:
             outs = outs[:n_user]
         result = self._rebuild(outs)
@@ -413,10 +406,14 @@ def _cached_buffer(t: torch.Tensor):
     return None
 
 
+def _attach_buffer(t: torch.Tensor, buf) -> None:
+    t.__dict__[_BUF_ATTR] = (buf, t.data_ptr(), t.shape, t.stride())
+
+
 def _remember_buffer(t: torch.Tensor, buf) -> None:
     # only a true alias may be reused: XLA copies an input it cannot use in place (misaligned memory)
     if buf.unsafe_buffer_pointer() == t.data_ptr():
-        t.__dict__[_BUF_ATTR] = (buf, t.data_ptr(), t.shape, t.stride())
+        _attach_buffer(t, buf)
 
 
 def _first(outs: list) -> Any:
@@ -505,6 +502,13 @@ class ProgramCache:
                     self._programs.popitem(last=False)
         return prog, info, values, dyn
 
+    def run(self, op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
+        """Run one ATen op through its program; raises ``Unsupported`` if it has no lowering."""
+        prog, info, values, dyn = self.lookup(op, args, kwargs)
+        if isinstance(prog, Unsupported):
+            raise prog
+        return prog(info, values, dyn)
+
 
 _CACHE = ProgramCache()
 
@@ -515,7 +519,4 @@ def program_cache() -> ProgramCache:
 
 def run_op(op: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
     """Run one ATen op through lowering + XLA:CPU; raises ``Unsupported`` if it has no lowering."""
-    prog, info, values, dyn = _CACHE.lookup(op, args, kwargs)
-    if isinstance(prog, Unsupported):
-        raise prog
-    return prog(info, values, dyn)
+    return _CACHE.run(op, args, kwargs)
