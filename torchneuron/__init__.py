@@ -40,8 +40,13 @@ from torchneuron.device import _autograd_exit  # noqa: E402
 
 _autograd_exit.install()
 
+from torchneuron.device import _backward_thread  # noqa: E402
+
+_backward_thread.install()
+backward_on_caller = _backward_thread.backward_on_caller
+
 __version__ = "0.1.0"
-__all__ = ["executed_ops", "reset_executed_ops", "lower", "load_lowered", "fallback_ops", "__version__"]
+__all__ = ["executed_ops", "reset_executed_ops", "backward_on_caller", "lower", "load_lowered", "fallback_ops", "__version__"]
 
 _LAZY = {
     "lower": ("torchneuron.lowering.api", "lower"),

@@ -29,6 +29,7 @@ RUNTIME = _var("TORCHNEURON_RUNTIME", "auto", "auto, sim or nrt: which runtime b
 TARGET = _var("TORCHNEURON_TARGET", "trn2", "trn1, trn2 or trn3: the simulated (or compile) target")
 SIM_DEVICES = _var("TORCHNEURON_SIM_DEVICES", "", "number of simulated devices (default: logical cores of one chip)")
 SIM_HBM_MB = _var("TORCHNEURON_SIM_HBM_MB", "", "override the simulated HBM capacity per device, in MiB")
+BACKWARD_THREAD = _var("TORCHNEURON_BACKWARD_THREAD", "caller", "caller: a neuron backward runs on the thread that calls backward(), as on CPU; device: in autograd's per-device thread (PyTorch's default for devices)")
 AUTOGRAD_THREADS = _var("TORCHNEURON_AUTOGRAD_THREADS", "1", "intra-op threads for host kernels in autograd's neuron backward threads on the sim (0: PyTorch's setting)")
 LAUNCH_BLOCKING = _var("NEURON_LAUNCH_BLOCKING", "0", "1: every device operation completes before the call returns")
 AUTOLOAD = _var("TORCH_DEVICE_BACKEND_AUTOLOAD", "1", "0: `import torch` does not load torchneuron (PyTorch's switch)")

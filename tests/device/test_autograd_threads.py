@@ -1,10 +1,17 @@
-"""Autograd's neuron backward thread runs host kernels without a second OpenMP team (see HostThreads.cpp)."""
+"""Where a neuron backward runs. By default on the calling thread, as a CPU backward does
+(torchneuron/device/_backward_thread.py); with TORCHNEURON_BACKWARD_THREAD=device in autograd's device thread,
+whose host kernels then run without a second OpenMP team (see HostThreads.cpp)."""
 
 import os
 import subprocess
 import sys
 
+import threading
+
 import pytest
+import torch
+
+import torchneuron
 
 SCRIPT = """
 import torch, torchneuron
@@ -20,7 +27,7 @@ print(seen[0], torch.get_num_threads())
 
 @pytest.mark.parametrize("setting, backward_threads", [(None, 1), ("0", 2), ("2", 2)])
 def test_backward_thread_intra_op_threads(setting, backward_threads):
-    env = dict(os.environ)
+    env = dict(os.environ, TORCHNEURON_BACKWARD_THREAD="device")
     env.pop("TORCHNEURON_AUTOGRAD_THREADS", None)
     if setting is not None:
         env["TORCHNEURON_AUTOGRAD_THREADS"] = setting
@@ -41,8 +48,58 @@ x = torch.randn(8, 8, device="neuron", requires_grad=True)
 def test_exit_right_after_backward_does_not_abort():
     """Without the exit flush, about one run in four aborted ("terminate called without an active
     exception") when the autograd device thread freed the last graph task during finalisation."""
+    env = dict(os.environ, TORCHNEURON_BACKWARD_THREAD="device")
     procs = [subprocess.Popen([sys.executable, "-c", EXIT_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for _ in range(12)]
+                              text=True, env=env) for _ in range(12)]
     results = [(p.wait(timeout=180), p.stderr.read()) for p in procs]
     aborted = [err for code, err in results if code != 0]
     assert not aborted, aborted[0]
+
+
+def _backward_thread_of_neuron_node() -> int:
+    x = torch.randn(4, 4, device="neuron", requires_grad=True)
+    y = x * 2
+    seen = []
+    y.register_hook(lambda g: seen.append(threading.get_ident()))
+    (y * 3).sum().backward()
+    return seen[0]
+
+
+def test_backward_runs_on_the_calling_thread_by_default():
+    """The importing thread runs neuron backward nodes itself, with PyTorch's intra-op threads, like CPU."""
+    assert not torch.autograd.is_multithreading_enabled()
+    assert _backward_thread_of_neuron_node() == threading.get_ident()
+
+
+def test_other_threads_opt_in_with_backward_on_caller():
+    seen = {}
+
+    def worker():
+        seen["default"] = _backward_thread_of_neuron_node() == threading.get_ident()
+        torchneuron.backward_on_caller()
+        seen["opted_in"] = _backward_thread_of_neuron_node() == threading.get_ident()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert seen == {"default": False, "opted_in": True}
+
+
+def test_device_setting_keeps_pytorchs_device_thread():
+    script = ("import threading, torch, torchneuron\n"
+              "x = torch.randn(4, device='neuron', requires_grad=True); y = x * 2; seen = []\n"
+              "y.register_hook(lambda g: seen.append(threading.get_ident()))\n"
+              "(y * 3).sum().backward()\n"
+              "print(torch.autograd.is_multithreading_enabled(), seen[0] == threading.get_ident())\n")
+    env = dict(os.environ, TORCHNEURON_BACKWARD_THREAD="device")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False"]
+
+
+def test_unknown_setting_is_refused():
+    env = dict(os.environ, TORCHNEURON_BACKWARD_THREAD="sideways")
+    out = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode != 0
+    assert "TORCHNEURON_BACKWARD_THREAD='sideways'" in out.stderr
