@@ -2,6 +2,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include "aten/RegisterHostKernels.h"
 #include "aten/native/HostFallback.h"
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
@@ -16,8 +17,10 @@ namespace {
 struct DirectHostPath {
   DirectHostPath() : lib(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__) {
     auto& dispatcher = c10::Dispatcher::singleton();
+    const auto unboxed = torchneuron::registerHostKernels(lib);
     for (const auto& name : dispatcher.getAllOpNames()) {
       if (name.name.rfind("aten::", 0) != 0) continue;
+      if (unboxed.count(name.name + "." + name.overload_name)) continue;
       auto op = dispatcher.findOp(name);
       if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
       // Also the few ops with both a CPU kernel and a generic CompositeExplicitAutograd one (native_layer_norm,

@@ -69,6 +69,14 @@ at::Tensor fromHostResult(const at::Tensor& out, c10::DeviceIndex device) {
   if (cachingAllocator().owns(storage->data_ptr())) {
     retagAsDevice(storage->mutable_data_ptr(), device);
     storage->set_allocator(&cachingAllocator());
+    c10::TensorImpl* impl = out.unsafeGetTensorImpl();
+    if (out.use_count() == 1 && impl->allow_tensor_metadata_change()) {
+      // Nobody else holds the kernel's result: turn it into the neuron tensor in place (device from the
+      // retagged storage, backend dispatch keys swapped) instead of allocating a second TensorImpl per op.
+      impl->set_storage_keep_dtype(out.storage());
+      impl->_change_backend_component_keys(c10::Device(c10::DeviceType::PrivateUse1, device));
+      return out;
+    }
     at::Tensor result = deviceTensorOver(out.storage(), out, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1));
     // A fresh result may come back as a lazily conjugated / negated view (vdot(a, b.conj()) ends in .conj()):
     // the bits are part of its value.

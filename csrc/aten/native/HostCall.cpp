@@ -1,0 +1,116 @@
+#include "aten/native/HostCall.h"
+
+#include <c10/core/StorageImpl.h>
+#include <c10/util/Exception.h>
+
+#include "aten/native/HostAlias.h"
+#include "aten/native/HostKernel.h"
+#include "aten/native/HostThreads.h"
+#include "device/Streams.h"
+
+namespace torchneuron {
+
+namespace hostkernel {
+bool isNeuron(const at::Tensor& t) { return t.defined() && t.device().is_privateuseone(); }
+} // namespace hostkernel
+
+void DeviceCheck::see(const at::Tensor& t, const std::string& arg, bool host_allowed) {
+  if (!t.defined()) return;
+  if (t.device().is_privateuseone()) {
+    if (device_ < 0) {
+      device_ = t.device().index();
+      first_arg_ = &arg;
+    } else {
+      TORCH_CHECK(t.device().index() == device_, "Expected all tensors to be on the same device, but found at "
+                  "least two devices, neuron:", static_cast<int>(device_), " and ", t.device(), "! (", op_name_,
+                  ": argument '", *first_arg_, "' is on neuron:", static_cast<int>(device_), ", argument '", arg,
+                  "' on ", t.device(), "; move them to one device with .to())");
+    }
+  } else if (!host_allowed && t.dim() > 0) {
+    host_arg_ = &arg;
+    host_device_ = t.device();
+    host_sizes_ = t.sizes().vec();
+  }
+}
+
+c10::DeviceIndex DeviceCheck::finish() {
+  if (device_ < 0) device_ = currentDevice();
+  TORCH_CHECK(host_arg_ == nullptr, "Expected all tensors to be on the same device, but found at least two "
+              "devices, neuron:", static_cast<int>(device_), " and ", host_device_, "! (", op_name_, ": argument '",
+              (host_arg_ ? *host_arg_ : std::string()), "' with shape ", c10::IntArrayRef(host_sizes_), " is on ",
+              host_device_, "; move it with .to('neuron') — only 0-dim host tensors may be mixed with neuron tensors)");
+  return device_;
+}
+
+at::Tensor HostCall::toHost(const at::Tensor& t, bool written) {
+  for (auto& p : pairs_) {
+    if (p.original->unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) {
+      p.written = p.written || written;
+      return p.alias;
+    }
+  }
+  at::Tensor alias = hostAlias(t);
+  c10::StorageImpl* storage = alias.storage().unsafeGetStorageImpl();
+  pairs_.push_back({alias.unsafeGetTensorImpl(), storage, storage->data(), &t, written, alias});
+  return alias;
+}
+
+const at::Tensor* HostCall::originalOf(const at::Tensor& alias) const {
+  for (const auto& p : pairs_) {
+    if (p.alias_impl == alias.unsafeGetTensorImpl()) return p.original;
+  }
+  return nullptr;
+}
+
+at::Tensor HostCall::toDevice(at::Tensor out) const {
+  if (!out.defined() || out.device().is_privateuseone()) return out;
+  if (const at::Tensor* original = originalOf(out)) return *original;  // in-place / out=: the caller's tensor
+  c10::StorageImpl* storage = out.has_storage() ? out.storage().unsafeGetStorageImpl() : nullptr;
+  for (const auto& p : pairs_) {
+    if (p.alias_storage == storage) {  // a view of an input
+      return deviceTensorOver(p.original->storage(), out, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1));
+    }
+  }
+  return fromHostResult(out, device_);  // a fresh result, allocated in device memory during the kernel
+}
+
+// out= kernels may resize their outputs: mirror the new geometry (and grown storage) on the neuron tensor.
+void HostCall::syncWritten(const Pair& p) const {
+  c10::TensorImpl* alias = p.alias_impl;
+  c10::TensorImpl* original = p.original->unsafeGetTensorImpl();
+  if (p.alias_storage->data() != p.alias_data) {
+    c10::DataPtr grown = p.alias_storage->set_data_ptr(c10::DataPtr());
+    retagAsDevice(grown, device_);
+    auto* target = p.original->storage().unsafeGetStorageImpl();
+    size_t nbytes = p.alias_storage->nbytes();
+    target->set_data_ptr_noswap(std::move(grown));
+    target->set_nbytes(nbytes);
+  }
+  if (alias->sizes() != original->sizes() || alias->strides() != original->strides() ||
+      alias->storage_offset() != original->storage_offset()) {
+    original->set_sizes_and_strides(alias->sizes(), alias->strides(), alias->storage_offset());
+  }
+}
+
+void HostCall::addContext(c10::Error& e) const {
+  e.add_context(c10::str("while running ", entry_.name, " on neuron:", static_cast<int>(device_),
+                         " (host kernel on the simulator)"));
+}
+
+int HostCall::enterStream(c10::DeviceIndex device) {
+  prepareHostKernelThread();
+  const c10::Stream stream = currentStream(device);  // looked up once: this is the per-op path
+  auto queue = queueOf(stream);
+  if (!queue->idle()) queue->drain();  // stream order: earlier async work on this stream finishes first
+  return static_cast<int>(stream.id());
+}
+
+HostCall::Scope::Scope(HostCall& call) : call_(call), capture_(call.device_, enterStream(call.device_)) {}
+
+void HostCall::Scope::done() {
+  for (const auto& p : call_.pairs_) {
+    if (p.written) call_.syncWritten(p);
+  }
+}
+
+} // namespace torchneuron

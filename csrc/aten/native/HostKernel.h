@@ -1,0 +1,204 @@
+#pragma once
+// The unboxed host path: HostKernel<at::_ops::X>::call is a neuron kernel for op X that runs X's CPU kernel
+// on host aliases, exactly as the boxed fallback does, but without boxing. A boxed kernel receives its
+// arguments as IValue copies, and in PyTorch 2.13 the first C++ copy of a tensor that has a Python object
+// increfs that object under the GIL (which the Python binding released): for a 16x16 add that was a GIL
+// round trip per tensor argument. Here the caller's tensors are only ever referred to.
+//
+// Anything the fast path does not decide by itself (a policy refusal, the lowered-eager executor, float64
+// emulation) goes through the boxed fallback, so both paths give the same results and errors.
+#include <ATen/core/boxing/impl/boxing.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/IListRef.h>
+
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "aten/native/HostCall.h"
+#include "aten/native/HostFallback.h"
+
+namespace torchneuron::hostkernel {
+
+bool isNeuron(const at::Tensor& t);
+
+// ---- arguments: device check, float64 detection, and the host form passed to the CPU kernel ----
+template <class T>
+struct Host {  // anything that is not a tensor passes through
+  using Bare = std::decay_t<T>;
+  static_assert(!std::is_same_v<Bare, std::optional<at::Generator>> && !std::is_same_v<Bare, at::Generator> &&
+                    !std::is_same_v<Bare, std::optional<at::Device>> && !std::is_same_v<Bare, at::Device> &&
+                    !std::is_same_v<Bare, c10::List<std::optional<at::Tensor>>>,
+                "generator, device and index-list arguments need the boxed fallback's handling");
+  std::remove_reference_t<T>* value;
+  Host(HostCall&, T& v, bool) : value(&v) {}
+  T get() const { return static_cast<T>(*value); }
+  static void see(DeviceCheck&, const T&, const std::string&) {}
+  static bool onDouble(const T& v) {
+    if constexpr (std::is_same_v<Bare, at::ScalarType>) return v == at::kDouble;
+    else if constexpr (std::is_same_v<Bare, std::optional<at::ScalarType>>) return v == at::kDouble;
+    else return false;
+  }
+};
+
+template <>
+struct Host<const at::Tensor&> {
+  at::Tensor alias;
+  const at::Tensor* original;
+  Host(HostCall& call, const at::Tensor& t, bool written) : original(&t) {
+    if (isNeuron(t)) alias = call.toHost(t, written);
+  }
+  const at::Tensor& get() const { return alias.defined() ? alias : *original; }
+  static void see(DeviceCheck& c, const at::Tensor& t, const std::string& n) { c.see(t, n, false); }
+  static bool onDouble(const at::Tensor& t) { return isNeuron(t) && t.scalar_type() == at::kDouble; }
+};
+
+template <>
+struct Host<at::Tensor&> {
+  at::Tensor alias;
+  at::Tensor* original;
+  Host(HostCall& call, at::Tensor& t, bool) : original(&t) {
+    if (isNeuron(t)) alias = call.toHost(t, /*written=*/true);
+  }
+  at::Tensor& get() { return alias.defined() ? alias : *original; }
+  static void see(DeviceCheck& c, const at::Tensor& t, const std::string& n) { c.see(t, n, false); }
+  static bool onDouble(const at::Tensor& t) { return Host<const at::Tensor&>::onDouble(t); }
+};
+
+template <>
+struct Host<const std::optional<at::Tensor>&> {
+  std::optional<at::Tensor> alias;
+  const std::optional<at::Tensor>* original;
+  Host(HostCall& call, const std::optional<at::Tensor>& t, bool written) : original(&t) {
+    if (t.has_value() && isNeuron(*t)) alias = call.toHost(*t, written);
+  }
+  const std::optional<at::Tensor>& get() const { return alias.has_value() ? alias : *original; }
+  static void see(DeviceCheck& c, const std::optional<at::Tensor>& t, const std::string& n) {
+    if (t.has_value()) c.see(*t, n, false);
+  }
+  static bool onDouble(const std::optional<at::Tensor>& t) {
+    return t.has_value() && Host<const at::Tensor&>::onDouble(*t);
+  }
+};
+
+// Tensor lists become a vector of host tensors (non-neuron elements, 0-dim host scalars, are copied).
+template <class List>
+std::vector<at::Tensor> hostList(HostCall& call, const List& list, bool written) {
+  std::vector<at::Tensor> out;
+  out.reserve(list.size());
+  for (const at::Tensor& t : list) out.push_back(isNeuron(t) ? call.toHost(t, written) : t);
+  return out;
+}
+
+template <>
+struct Host<at::TensorList> {
+  std::vector<at::Tensor> host;
+  Host(HostCall& call, at::TensorList& list, bool written) : host(hostList(call, list, written)) {}
+  at::TensorList get() const { return host; }
+  static void see(DeviceCheck& c, at::TensorList list, const std::string& n) {
+    for (const at::Tensor& t : list) c.see(t, n, false);
+  }
+  static bool onDouble(at::TensorList list) {
+    for (const at::Tensor& t : list) {
+      if (Host<const at::Tensor&>::onDouble(t)) return true;
+    }
+    return false;
+  }
+};
+
+template <>
+struct Host<const at::ITensorListRef&> {
+  std::vector<at::Tensor> host;
+  at::ITensorListRef ref;
+  Host(HostCall& call, const at::ITensorListRef& list, bool written)
+      : host(hostList(call, list, written)), ref(host) {}
+  Host(Host&& other) noexcept : host(std::move(other.host)), ref(host) {}
+  const at::ITensorListRef& get() const { return ref; }
+  static void see(DeviceCheck& c, const at::ITensorListRef& list, const std::string& n) {
+    for (const at::Tensor& t : list) c.see(t, n, false);
+  }
+  static bool onDouble(const at::ITensorListRef& list) {
+    for (const at::Tensor& t : list) {
+      if (Host<const at::Tensor&>::onDouble(t)) return true;
+    }
+    return false;
+  }
+};
+
+// ---- results: back to neuron tensors ----
+template <class R>
+struct Result;
+
+template <>
+struct Result<at::Tensor> {
+  static at::Tensor convert(const HostCall& call, at::Tensor r) { return call.toDevice(std::move(r)); }
+};
+
+template <>
+struct Result<at::Tensor&> {  // in-place / out=: the caller's own tensor
+  static at::Tensor& convert(const HostCall& call, at::Tensor& r) {
+    const at::Tensor* original = call.originalOf(r);
+    return original != nullptr ? const_cast<at::Tensor&>(*original) : r;
+  }
+};
+
+template <>
+struct Result<std::vector<at::Tensor>> {
+  static std::vector<at::Tensor> convert(const HostCall& call, std::vector<at::Tensor> r) {
+    for (auto& t : r) t = call.toDevice(std::move(t));
+    return r;
+  }
+};
+
+template <class... Ts>
+struct Result<std::tuple<Ts...>> {
+  static std::tuple<Ts...> convert(const HostCall& call, std::tuple<Ts...> r) {
+    return std::apply([&](auto&&... e) { return std::tuple<Ts...>(Result<Ts>::convert(call, e)...); }, r);
+  }
+};
+
+// ---- the kernel ----
+template <class Op, class Sig = typename Op::schema>
+struct HostKernel;
+
+template <class Op, class R, class... Args>
+struct HostKernel<Op, R(Args...)> {
+  static const c10::OperatorHandle& handle() {
+    static const c10::OperatorHandle h = c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name);
+    return h;
+  }
+
+  static R call(c10::DispatchKeySet keys, Args... args) {
+    return callImpl(keys, std::index_sequence_for<Args...>{}, args...);
+  }
+
+ private:
+  template <size_t... I>
+  static R callImpl(c10::DispatchKeySet keys, std::index_sequence<I...>, Args&... args) {
+    static OpEntry* const entry = &opEntry(handle());
+    if (!directHostPath(handle(), *entry) || (Host<Args>::onDouble(args) || ...)) {
+      static const c10::BoxedKernel boxed = c10::BoxedKernel::makeFromFunction<&neuronFallback>();
+      return c10::impl::BoxedKernelWrapper<R(Args...)>::call(boxed, handle(), keys, std::forward<Args>(args)...);
+    }
+    entry->count.fetch_add(1, std::memory_order_relaxed);
+    const auto& schema = handle().schema();
+    DeviceCheck check(entry->name);
+    (Host<Args>::see(check, args, schema.arguments()[I].name()), ...);
+    HostCall call(*entry, check.finish());
+    std::tuple<Host<Args>...> host{Host<Args>(call, args, entry->writes[I])...};
+    auto kernel = [&]() -> R {
+      return Op::redispatch(c10::DispatchKeySet(c10::DispatchKey::CPU), std::get<I>(host).get()...);
+    };
+    if constexpr (std::is_void_v<R>) {
+      call.run(kernel);
+    } else if constexpr (std::is_reference_v<R>) {
+      return Result<R>::convert(call, call.run(kernel));
+    } else {
+      return Result<R>::convert(call, call.run(kernel));
+    }
+  }
+};
+
+} // namespace torchneuron::hostkernel
