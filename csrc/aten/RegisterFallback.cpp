@@ -34,6 +34,16 @@ struct DirectHostPath {
       lib.impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
       if (name.overload_name.empty()) routeGenericInplace(dispatcher, name.name);
     }
+    routeStubCallers(dispatcher);
+  }
+  // Ops with only a generic kernel that calls a CPU DispatchStub itself (conj_physical_ on complex tensors):
+  // on neuron tensors that stub has no kernel, so the generic kernel must run on host aliases instead.
+  void routeStubCallers(c10::Dispatcher& dispatcher) {
+    for (const char* name : {"conj_physical_"}) {
+      if (dispatcher.findOp(c10::OperatorName(std::string("aten::") + name, ""))) {
+        lib.impl(name, torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
+      }
+    }
   }
   // The generic in-place form of such an op (addr_ = addr_out(self, self, ...)) must run its generic kernel
   // on the host too: there self and out are one C++ reference, which is how the CPU kernel tells in-place

@@ -90,6 +90,10 @@ void HostCall::syncWritten(const Pair& p) const {
       alias->storage_offset() != original->storage_offset()) {
     original->set_sizes_and_strides(alias->sizes(), alias->strides(), alias->storage_offset());
   }
+  // A kernel may flip the lazy bits of its out= (linalg_lu_solve with left=False returns X^H as a conjugate
+  // view of the buffer it solved into); they are part of the value.
+  if (alias->is_conj() != original->is_conj()) original->_set_conj(alias->is_conj());
+  if (alias->is_neg() != original->is_neg()) original->_set_neg(alias->is_neg());
 }
 
 void HostCall::addContext(c10::Error& e) const {
