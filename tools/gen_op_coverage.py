@@ -11,7 +11,9 @@ eager. An OpInfo op is
 - ``missing``    some ATen op it runs has no lowering (named, with the reason).
 
 Per ATen overload the table records ``lowered`` / ``mismatch`` / ``missing`` (and the runtime ops: views,
-allocation, copies), which is what ``torchneuron.fallback_ops()`` and the op policy read.
+allocation, copies), which is what ``torchneuron.fallback_ops()`` and the op policy read. The ATen ops of each
+differentiable op's backward are recorded and checked the same way; they count per overload only (an OpInfo
+op's status is a forward measure).
 
 Workers run in subprocesses (a native crash in a compiler marks that op ``missing`` and the sweep goes on).
 
@@ -51,6 +53,48 @@ RUNTIME_OPS = [
 TOL = {"float32": (1.3e-6 * 100, 1e-5 * 10), "bfloat16": (1.6e-2 * 2, 1e-2 * 2)}
 
 
+# ATen ops a model runs that no OpInfo sample reaches under a dispatch mode (the CPU's fused attention is
+# not chosen there; torch.arange on a device lands in arange.start_out). Each probe is run and checked like
+# an OpInfo op, forward and backward; it counts per overload only, never as an OpInfo op.
+PROBE_PREFIX = "probe:"
+
+
+class _Probe:
+    def __init__(self, name: str, fn, shapes: list[tuple[int, ...]], grad: bool):
+        self.name, self.variant_test_name = PROBE_PREFIX + name, ""
+        self.fn, self.shapes, self.supports_autograd = fn, shapes, grad
+
+    def supported_dtypes(self, device):
+        import torch
+
+        return {torch.float32, torch.bfloat16}
+
+    def sample_inputs(self, device, dtype, requires_grad=False):
+        import torch
+        from torch.testing._internal.opinfo.core import SampleInput
+
+        g = torch.Generator().manual_seed(0)
+        ts = [torch.randn(s, generator=g).to(dtype).requires_grad_(requires_grad) for s in self.shapes]
+        yield SampleInput(ts[0], args=tuple(ts[1:]))
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+
+def _probes() -> dict[str, _Probe]:
+    import torch
+
+    def flash(q, k, v):
+        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, True)[0]
+
+    def arange_out(x):
+        return torch.arange(0, x.shape[0], out=torch.empty(x.shape[0], dtype=x.dtype))
+
+    probes = [_Probe("sdpa_flash_cpu", flash, [(2, 4, 16, 8)] * 3, grad=True),
+              _Probe("arange_out", arange_out, [(7,)], grad=False)]
+    return {p.name: p for p in probes}
+
+
 # ------------------------------------------------------------------------------------------------ worker
 def _worker(names: list[str], dtypes: list[str], max_samples: int, out: Path, timeout: int) -> None:
     from torch.testing._internal.common_methods_invocations import op_db
@@ -59,6 +103,7 @@ def _worker(names: list[str], dtypes: list[str], max_samples: int, out: Path, ti
 
     fx_to_stablehlo.ISOLATE = False  # this worker is disposable: a compiler crash is caught by the parent
     by_name = {_key(o): o for o in op_db}
+    by_name.update(_probes())
     check = _make_checker(timeout)
     with open(out, "a") as f:
         for nm in names:
@@ -121,6 +166,14 @@ def _make_checker(timeout: int):
     def clone(tree):
         return pytree.tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, tree)
 
+    def written_args(func, args, kwargs) -> list:
+        """The arguments an op writes (``Tensor(a!)``). Only these are compared after a mutating call: a read
+        argument that aliased a written one in the recorded call (``mul(x, y, out=x)``) changed there, but
+        replayed from separate clones it does not."""
+        names = [a.name for a in func._schema.arguments]
+        values = dict(zip(names, args), **kwargs)
+        return [values.get(a.name) for a in func._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+
     class Record(TorchDispatchMode):
         """Records every ATen call of a sample with its inputs and CPU results; ``replay`` then runs each call
         through the strict-eager path (outside any dispatch mode) and compares."""
@@ -137,8 +190,8 @@ def _make_checker(timeout: int):
                 return func(*args, **kwargs)
             before = clone((args, kwargs))
             out = func(*args, **kwargs)
-            mutable = any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
-            self.calls.append((func, before, clone(out), clone((args, kwargs)) if mutable else None, mutable))
+            written = written_args(func, args, kwargs)
+            self.calls.append((func, before, clone(out), clone(written) if written else None, bool(written)))
             return out
 
         def replay(self):
@@ -165,7 +218,7 @@ def _make_checker(timeout: int):
                     continue
                 cause = compare(actual, expected, self.dtype_name)
                 if cause is None and mutable:
-                    cause = compare((args, kwargs), after, self.dtype_name)
+                    cause = compare(written_args(func, args, kwargs), after, self.dtype_name)
                 events.append((name, "mismatch" if cause else "lowered", cause or ""))
             return events
 
@@ -201,12 +254,54 @@ def _make_checker(timeout: int):
             status = "lowered"
         finally:
             signal.alarm(0)
+        grad_events = backward_events(op, dt, dt_name, max_samples) if status != "n/a" else []
         if status != "n/a":
             if any(ev[1] == "missing" for ev in events):
                 status = "missing"
             elif any(ev[1] == "mismatch" for ev in events):
                 status = "mismatched"
-        return {"status": status, "events": sorted(set(map(tuple, events)))}
+        return {"status": status, "events": sorted(set(map(tuple, events))),
+                "grad_events": sorted(set(map(tuple, grad_events)))}
+
+    def backward_events(op, dt, dt_name: str, max_samples: int) -> list:
+        """The ATen ops of the op's backward (gelu_backward, the flash-attention backward, ...), recorded the
+        same way. They feed the per-overload table (so a training step's backward is known to
+        fallback_ops() and the policy), not the OpInfo op's own status, which stays a forward measure."""
+        if not op.supports_autograd or not dt.is_floating_point:
+            return []
+        events: list = []
+        signal.alarm(timeout)
+        try:
+            n = 0
+            for s in op.sample_inputs("cpu", dt, requires_grad=True):
+                if n >= max_samples:
+                    break
+                try:
+                    out = s.output_process_fn_grad(op(s.input, *s.args, **s.kwargs))
+                except Exception:
+                    continue
+                outs = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+                ins = [t for t in pytree.tree_leaves((s.input, s.args, s.kwargs))
+                       if isinstance(t, torch.Tensor) and t.requires_grad]
+                if not outs or not ins:
+                    continue
+                n += 1
+                gen = torch.Generator().manual_seed(0)
+                cot = [torch.randn(o.shape, generator=gen).to(o.dtype) for o in outs]
+                rec = Record(dt_name)
+                try:
+                    with rec:
+                        torch.autograd.grad(outs, ins, cot, allow_unused=True)
+                except Exception:
+                    continue  # the CPU itself has no backward for this sample
+                events.extend(rec.replay())
+        except Timeout:
+            pass
+        except Exception as e:
+            events.append(("(backward)", "missing", f"{type(e).__name__}: {str(e)[:200]}"))
+        finally:
+            signal.alarm(0)
+        return events
 
     return check
 
@@ -219,7 +314,7 @@ def _key(op) -> str:
 def _all_names() -> list[str]:
     from torch.testing._internal.common_methods_invocations import op_db
 
-    return sorted({_key(o) for o in op_db})
+    return sorted({_key(o) for o in op_db}) + sorted(_probes())
 
 
 class _Watched:
@@ -286,7 +381,7 @@ def build_table(results: list[dict]) -> dict:
     random: set[str] = set()
     for r in results:
         for dt in r["dtypes"].values():
-            for name, status, cause in dt["events"]:
+            for name, status, cause in list(dt["events"]) + list(dt.get("grad_events", [])):
                 if name.startswith("("):
                     continue
                 if status == "runtime":
@@ -308,7 +403,8 @@ def build_table(results: list[dict]) -> dict:
             overloads[name] = "lowered"
             if c["missing"]:
                 causes[name] = "partial: " + causes.get(name, "")
-    opinfo = {r["op"]: {d: (_op_status(v), _op_cause(v)) for d, v in r["dtypes"].items()} for r in results}
+    opinfo = {r["op"]: {d: (_op_status(v), _op_cause(v)) for d, v in r["dtypes"].items()} for r in results
+              if not r["op"].startswith(PROBE_PREFIX)}
     return {"OVERLOADS": overloads, "CAUSES": {k: v for k, v in sorted(causes.items()) if k in overloads},
             "RUNTIME": sorted(runtime - set(overloads)), "RANDOM": sorted(random - set(overloads)), "OPINFO": opinfo}
 
@@ -401,7 +497,11 @@ def render_doc(t) -> str:
     out += ["", "`ops` counts the OpInfo entries that support the dtype on CPU. `random`: the op's only unlowered",
             "ATen ops draw random numbers (values come from the device generator, no StableHLO RNG lowering yet);",
             "they are counted against the percentage. Ops listed in `RUNTIME` (allocation, copies, views, scalar",
-            "reads) are runtime calls and never compiled."]
+            "reads) are runtime calls and never compiled.", "",
+            "The ATen ops of each differentiable op's backward (its samples run again with `requires_grad`) and of",
+            "a few probes for ops no OpInfo sample reaches (`_probes()`: the CPU's fused attention kernel and its",
+            "backward, `arange.start_out`) are checked the same way. They count in the overload table below, which",
+            "`fallback_ops()` and the op policy read, not in the OpInfo summary."]
     ov = defaultdict(int)
     for v in t.OVERLOADS.values():
         ov[v] += 1

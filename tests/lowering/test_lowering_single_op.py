@@ -187,3 +187,36 @@ def test_stable_sort_puts_nan_last_and_keeps_ties_in_order():
         ev, ei = torch.ops.aten.sort.stable(t, stable=True, dim=dim)
         torch.testing.assert_close(values, ev, equal_nan=True)
         assert torch.equal(indices, ei)
+
+
+_SLICE_BACKWARD_SCRIPT = """
+import os, threading, time, torch
+def guard():  # a watchdog, not a limit: under RLIMIT_AS the runaway allocation fails quietly and hides the bug
+    while True:
+        if int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") > (3 << 30):
+            print("over 3 GiB while lowering", flush=True)
+            os._exit(3)
+        time.sleep(0.01)
+threading.Thread(target=guard, daemon=True).start()
+from torchneuron.lowering import fx_to_stablehlo
+fx_to_stablehlo.ISOLATE = False  # lower in this process, under the watchdog
+from torchneuron.lowering.single_op import program_cache
+g = torch.randn(2, 2)
+for args in [(g, [2, 3], 1, 1, 2**63 - 1, 1), (g, [2, 3], 1, -2, 2**63 - 1, 1), (g[:, :1], [2, 3], 1, 1, 2**63 - 1, 2)]:
+    got = program_cache().run(torch.ops.aten.slice_backward.default, args, {})
+    assert torch.equal(got, torch.ops.aten.slice_backward.default(*args)), args
+print("ok")
+"""
+
+
+def test_slice_backward_with_an_open_end_compiles_in_bounded_memory(tmp_path):
+    """``x[:, 1:]``'s backward is slice_backward(..., end=INT64_MAX); torch-mlir turned the unclamped
+    slice_scatter into a program whose compilation grew past 24 GiB (the coverage sweep's worker was
+    OOM-killed). It must compile within 3 GiB and match the CPU."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TORCHNEURON_CACHE_DIR=str(tmp_path))  # a fresh cache: really lower and compile
+    out = subprocess.run([sys.executable, "-c", _SLICE_BACKWARD_SCRIPT], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", (out.stdout + out.stderr)[-2000:]

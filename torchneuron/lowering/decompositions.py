@@ -441,6 +441,19 @@ def _slice(x, dim=0, start=None, end=None, step=1):
     return torch.zeros(shape, dtype=x.dtype, device=x.device)
 
 
+def _slice_scatter(x, src, dim=0, start=None, end=None, step=1):
+    """torch-mlir lowers ``slice_scatter`` with an out-of-range bound (``end=INT64_MAX``, which every
+    ``x[1:]`` backward passes through ``slice_backward``) into a program that needs tens of GiB to compile.
+    The bounds are clamped first, as PyTorch does; an in-range call is torch-mlir's own."""
+    size = x.shape[dim]
+    lo = 0 if start is None else (start + size if start < 0 else start)
+    hi = size if end is None else (end + size if end < 0 else end)
+    lo, hi = min(max(lo, 0), size), min(max(hi, lo), size)
+    if (start, end) == (lo, hi):
+        return NotImplemented
+    return aten.slice_scatter.default(x, src, dim, lo, hi, step)
+
+
 def _stable_sort_ascending(x, *, stable=None, dim=-1, descending=False):
     """torch-mlir lowers ``sort`` unstably with a comparator that mishandles NaN: a stable ascending sort is
     built from sorts it does lower (NaN last, ties in index order, as PyTorch); descending keeps the plain
@@ -486,6 +499,7 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     table[aten.sign.default] = _sign
     table[aten.trunc.default] = _trunc
     table[aten.slice.Tensor] = _slice
+    table[aten.slice_scatter.default] = _slice_scatter
     for scalar_op, tensor_op in ((aten.bitwise_and.Scalar, aten.bitwise_and.Tensor),
                                  (aten.bitwise_or.Scalar, aten.bitwise_or.Tensor),
                                  (aten.bitwise_xor.Scalar, aten.bitwise_xor.Tensor),

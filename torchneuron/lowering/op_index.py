@@ -34,8 +34,9 @@ def _lowering_fingerprint() -> str:
     """A hash of the lowering code itself: a changed decomposition must not reuse records an earlier
     checkout wrote under the same package version (editable installs, development)."""
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(path.name.encode())
+    root = Path(__file__).parent
+    for path in sorted(root.rglob("*.py")):  # the decomposition packages too
+        h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 

@@ -82,6 +82,9 @@ class OpInfo:
                              or torch.Tag.inplace_view in op.tags)
         self.tensor_returns = all(str(r.type) in ("Tensor", "List[Tensor]") for r in schema.returns)
         self.random = torch.Tag.nondeterministic_seeded in op.tags
+        # Seeded only through their dropout (the fused attention kernels): deterministic at dropout_p=0.
+        self.dropout_index = (self.arg_names.index("dropout_p") if self.random and "dropout_p" in self.arg_names
+                              else None)
         # return i aliases (writes) argument name -> returned as the caller's tensor
         self.write_returns: list[str | None] = []
         for r in schema.returns:
@@ -97,14 +100,15 @@ class OpInfo:
         # numbers, e.g. ``x * 2.0`` → mul.Tensor(x, 2.0)): passed as 0-d tensor arguments as well.
         self.tensor_args = frozenset(a.name for a in schema.arguments if str(a.type) in ("Tensor", "Optional[Tensor]"))
 
-    def reason_unsupported(self) -> str | None:
+    def reason_unsupported(self, values: list | None = None) -> str | None:
         if self.returns_view:
             return "view"  # views are metadata operations of the runtime, not computations
         if self.name in RUNTIME_CHECKS:
             return "runtime check (reads a result on the host)"
         if not self.tensor_returns and self.surrogate is None:
             return "returns a non-tensor value"
-        if self.random:
+        if self.random and not (self.dropout_index is not None and values is not None
+                                and values[self.dropout_index] == 0.0):
             return "random op (runs on the host generator; no StableHLO RNG lowering)"
         return None
 
@@ -485,7 +489,7 @@ class ProgramCache:
         key, dyn = signature(info, values)
         prog = self._programs.get(key)
         if prog is None:
-            reason = info.reason_unsupported()
+            reason = info.reason_unsupported(values)
             if reason is not None:
                 prog = Unsupported(f"{info.name}: {reason}", op=info.name)
             elif not any(isinstance(v, _Tensor) for v in dyn):
