@@ -1,4 +1,4 @@
-"""Bessel functions, Airy Ai and orthogonal polynomials (torchneuron/lowering/decomp_bessel.py): lowered to
+"""Bessel functions, Airy Ai and orthogonal polynomials (torchneuron/lowering/decomp_bessel/): lowered to
 StableHLO through their decompositions, run on XLA:CPU and compared with CPU eager, edge values included."""
 
 import importlib.util

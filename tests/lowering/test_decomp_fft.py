@@ -1,4 +1,4 @@
-"""FFT and complex-construction decompositions (torchneuron/lowering/decomp_fft.py): each ATen op runs through the
+"""FFT and complex-construction decompositions (torchneuron/lowering/decomp_fft/): each ATen op runs through the
 strict single-op path (decomposition → StableHLO → XLA:CPU) and is compared with CPU eager."""
 
 import importlib.util

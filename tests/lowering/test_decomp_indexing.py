@@ -1,4 +1,4 @@
-"""Indexing / scatter / scan / sort-based decompositions (torchneuron/lowering/decomp_indexing.py): each op is
+"""Indexing / scatter / scan / sort-based decompositions (torchneuron/lowering/decomp_indexing/): each op is
 lowered alone (the strict-eager path: single-op lowering → StableHLO → XLA:CPU) and compared with CPU eager,
 on inputs chosen to hit the hard cases (duplicate scatter indices, ties, NaN, integer dtypes)."""
 

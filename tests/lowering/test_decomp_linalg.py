@@ -1,4 +1,4 @@
-"""Linear-algebra decompositions (torchneuron/lowering/decomp_linalg.py): each op is lowered to StableHLO,
+"""Linear-algebra decompositions (torchneuron/lowering/decomp_linalg/): each op is lowered to StableHLO,
 run on XLA:CPU and compared with CPU eager (LAPACK), including batched inputs and the ``info`` outputs
 of singular / non-positive-definite matrices."""
 

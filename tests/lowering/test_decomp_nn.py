@@ -1,4 +1,4 @@
-"""The nn.functional decompositions (torchneuron/lowering/decomp_nn.py): each ATen op runs through single-op
+"""The nn.functional decompositions (torchneuron/lowering/decomp_nn/): each ATen op runs through single-op
 lowering (decomposition → StableHLO → XLA:CPU) and must match CPU eager, on odd sizes and parameter variety
 (stride/padding/dilation/output_padding/groups, ceil mode, reduced precision)."""
 

@@ -1,4 +1,4 @@
-"""Gamma / error-function decompositions (torchneuron/lowering/decomp_special.py): each op goes through the
+"""Gamma / error-function decompositions (torchneuron/lowering/decomp_special/): each op goes through the
 strict single-op path (decomposition -> StableHLO -> XLA:CPU) and is compared with CPU eager, on random
 arguments and on the edge cases PyTorch defines (poles, negative integers, +-0, +-inf, nan)."""
 

@@ -1,0 +1,46 @@
+"""cumprod and cummax/cummin as log-step scans."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from ._common import _along, _arange, _scan
+
+
+def _cumprod(self, dim, *, dtype=None):
+    """cumprod as a log-step scan of products (torch-mlir has no cumprod lowering). Integer and bool inputs
+    accumulate in int64, as in PyTorch."""
+    if dtype is not None:
+        self = self.to(dtype)
+    elif not self.is_floating_point() and not self.is_complex():
+        self = self.to(torch.int64)
+    if self.dim() == 0:
+        return self.clone()
+    dim = dim % self.dim()
+    return _scan((self,), dim, lambda a, b: (a[0] * b[0],))[0]
+
+
+def _cum_extreme(take_right: Callable) -> Callable:
+    """cummax / cummin as a scan over (value, index) pairs. ``take_right(right, left)`` (``>=`` / ``<=``) says
+    when the later element wins, so ties go to the later index; a NaN wins over everything after it until
+    the next NaN (PyTorch's rule: the value stays NaN, the index is the last NaN's)."""
+
+    def combine(left, right):
+        (lv, li), (rv, ri) = left, right
+        if lv.is_floating_point():
+            right_wins = torch.isnan(rv) | (~torch.isnan(lv) & take_right(rv, lv))
+        else:
+            right_wins = take_right(rv, lv)
+        return torch.where(right_wins, rv, lv), torch.where(right_wins, ri, li)
+
+    def decomp(self, dim):
+        if self.dim() == 0:
+            return self.clone(), torch.zeros((), dtype=torch.int64, device=self.device)
+        dim = dim % self.dim()
+        idx = _along(_arange(self.shape[dim], self), dim, self.dim()).expand(self.shape)
+        values, indices = _scan((self, idx), dim, combine)
+        return values, indices.clone()
+
+    return decomp

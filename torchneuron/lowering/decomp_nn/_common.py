@@ -1,0 +1,47 @@
+"""Helpers shared by the nn.functional decompositions: argument normalisation, static-shape
+constructors and the accumulation-dtype casts."""
+
+from __future__ import annotations
+
+import torch
+
+aten = torch.ops.aten
+
+
+def _tuple(v, n: int) -> list[int]:
+    """An ``int[n]`` argument as a list of n ints (ATen accepts one value for all dims)."""
+    v = list(v) if isinstance(v, (list, tuple)) else [v]
+    return v * n if len(v) == 1 else v
+
+
+def _zeros(shape, dtype, device=None):
+    """A zero tensor built from a broadcast scalar (lowers for any shape, including zero-size ones)."""
+    zero = aten.scalar_tensor.default(0, dtype=dtype, device=device)
+    return aten.clone.default(aten.expand.default(zero, list(shape)))
+
+
+def _arange(n: int, device=None):
+    return aten.arange.start_step(0, n, 1, dtype=torch.int64, device=device)
+
+
+def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Accumulation dtype: CPU kernels accumulate half/bfloat16 in float."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def _cast(x, dtype):
+    return x if x.dtype == dtype else aten._to_copy.default(x, dtype=dtype)
+
+
+def _select_along(x, dim: int, idx):
+    """``x`` indexed along ``dim`` by an integer tensor ``idx`` of any shape: the dim is replaced by idx's
+    dims (``index_select`` on the flattened index, then a reshape)."""
+    flat = aten.index_select.default(x, dim, aten.reshape.default(idx, [-1]))
+    shape = list(x.shape)
+    return aten.reshape.default(flat, shape[:dim] + list(idx.shape) + shape[dim + 1:])
+
+
+def _size_at(x, dim: int, n: int) -> list[int]:
+    shape = list(x.shape)
+    shape[dim] = n
+    return shape
