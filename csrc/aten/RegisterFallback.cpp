@@ -34,13 +34,19 @@ struct DirectHostPath {
       lib.impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
       if (name.overload_name.empty()) routeGenericInplace(dispatcher, name.name);
     }
-    routeStubCallers(dispatcher);
+    routeHostOnlyGenerics(dispatcher);
   }
-  // Ops with only a generic kernel that calls a CPU DispatchStub itself (conj_physical_ on complex tensors):
-  // on neuron tensors that stub has no kernel, so the generic kernel must run on host aliases instead.
-  void routeStubCallers(c10::Dispatcher& dispatcher) {
-    for (const char* name : {"conj_physical_"}) {
-      if (dispatcher.findOp(c10::OperatorName(std::string("aten::") + name, ""))) {
+  // Ops whose only kernel is generic but works on CPU tensors alone, so it must run on host aliases:
+  // conj_physical_ calls a CPU DispatchStub itself (no kernel for neuron there), and mode.values refuses any
+  // device but CPU/CUDA/XPU before it dispatches. Both have autograd kernels of their own, so a neuron kernel
+  // below them loses nothing.
+  void routeHostOnlyGenerics(c10::Dispatcher& dispatcher) {
+    for (const char* name : {"conj_physical_", "mode.values"}) {
+      std::string qualified(name);
+      const auto dot = qualified.find('.');
+      c10::OperatorName op_name("aten::" + qualified.substr(0, dot),
+                                dot == std::string::npos ? "" : qualified.substr(dot + 1));
+      if (dispatcher.findOp(op_name)) {
         lib.impl(name, torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
       }
     }

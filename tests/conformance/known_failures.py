@@ -36,10 +36,6 @@ XFAIL: dict[tuple[str, str, torch.dtype | None], str] = {
         "through conj_physical_out and is dropped), so CPU and neuron both return a presized out's "
         "uninitialised memory, which cannot compare equal"
     ),
-    ("mode", "out", ANY): (
-        "torch.mode(..., out=) checks the device type in ATen (CPU, CUDA, XPU only) before dispatch; the "
-        "functional form works. Fix: a neuron kernel for mode.values"
-    ),
     ("nn.functional.linear_cross_entropy.chunked", "*", torch.bfloat16): (
         "on non-CPU devices ATen's chunked linear_cross_entropy accumulates per chunk in bf16; the CPU path "
         "does not chunk, so bf16 losses differ by several ulps"

@@ -91,3 +91,13 @@ def test_executed_ops_counts_unboxed_kernels():
     for _ in range(3):
         torch.mm(a, a)
     assert torchneuron.executed_ops().get("aten::mm") == 3
+
+
+def test_generic_kernels_that_only_work_on_host_tensors_run_on_aliases():
+    """mode.values' only kernel refuses devices other than CPU/CUDA/XPU before dispatching; on host aliases it
+    runs as on the CPU."""
+    x = torch.randint(0, 4, (5, 7)).float()
+    values, indices = torch.empty(0, device="neuron"), torch.empty(0, dtype=torch.long, device="neuron")
+    torch.mode(x.to("neuron"), 1, out=(values, indices))
+    expected = torch.mode(x, 1)
+    assert torch.equal(values.cpu(), expected.values) and torch.equal(indices.cpu(), expected.indices)
