@@ -222,23 +222,38 @@ def _make_checker(timeout: int):
                 events.append((name, "mismatch" if cause else "lowered", cause or ""))
             return events
 
+    def first_accepted(samples, max_samples: int, prepare):
+        """Up to ``max_samples`` (sample, prepare(sample)) pairs, skipping samples the CPU itself rejects
+        (prepare raises) or that do not apply (prepare returns None)."""
+        n = 0
+        for s in samples:
+            if n >= max_samples:
+                return
+            try:
+                prepared = prepare(s)
+            except Exception:
+                continue
+            if prepared is None:
+                continue
+            n += 1
+            yield s, prepared
+
     def check(op, dt_name: str, max_samples: int) -> dict:
         dt = getattr(torch, dt_name)
         if dt not in op.supported_dtypes("cpu"):
             return {"status": "n/a", "events": []}
         events: list = []
         status = "n/a"
+
+        def eager_accepts(s):
+            with torch.no_grad():
+                op(s.input, *s.args, **s.kwargs)
+            return True
+
         signal.alarm(timeout)
         try:
             n = 0
-            for s in op.sample_inputs("cpu", dt, requires_grad=False):
-                if n >= max_samples:
-                    break
-                try:
-                    with torch.no_grad():
-                        op(s.input, *s.args, **s.kwargs)  # eager must accept the sample
-                except Exception:
-                    continue
+            for s, _ in first_accepted(op.sample_inputs("cpu", dt, requires_grad=False), max_samples, eager_accepts):
                 n += 1
                 rec = Record(dt_name)
                 with torch.no_grad(), rec:
@@ -269,23 +284,19 @@ def _make_checker(timeout: int):
         fallback_ops() and the policy), not the OpInfo op's own status, which stays a forward measure."""
         if not op.supports_autograd or not dt.is_floating_point:
             return []
+
+        def differentiable(s):
+            out = s.output_process_fn_grad(op(s.input, *s.args, **s.kwargs))
+            outs = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+            ins = [t for t in pytree.tree_leaves((s.input, s.args, s.kwargs))
+                   if isinstance(t, torch.Tensor) and t.requires_grad]
+            return (outs, ins) if outs and ins else None
+
         events: list = []
         signal.alarm(timeout)
         try:
-            n = 0
-            for s in op.sample_inputs("cpu", dt, requires_grad=True):
-                if n >= max_samples:
-                    break
-                try:
-                    out = s.output_process_fn_grad(op(s.input, *s.args, **s.kwargs))
-                except Exception:
-                    continue
-                outs = [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-                ins = [t for t in pytree.tree_leaves((s.input, s.args, s.kwargs))
-                       if isinstance(t, torch.Tensor) and t.requires_grad]
-                if not outs or not ins:
-                    continue
-                n += 1
+            samples = op.sample_inputs("cpu", dt, requires_grad=True)
+            for _, (outs, ins) in first_accepted(samples, max_samples, differentiable):
                 gen = torch.Generator().manual_seed(0)
                 cot = [torch.randn(o.shape, generator=gen).to(o.dtype) for o in outs]
                 rec = Record(dt_name)

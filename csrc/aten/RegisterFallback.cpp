@@ -2,6 +2,9 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include <string>
+#include <utility>
+
 #include "aten/RegisterHostKernels.h"
 #include "aten/native/HostFallback.h"
 
@@ -41,14 +44,11 @@ struct DirectHostPath {
   // device but CPU/CUDA/XPU before it dispatches. Both have autograd kernels of their own, so a neuron kernel
   // below them loses nothing.
   void routeHostOnlyGenerics(c10::Dispatcher& dispatcher) {
-    for (const char* name : {"conj_physical_", "mode.values"}) {
-      std::string qualified(name);
-      const auto dot = qualified.find('.');
-      c10::OperatorName op_name("aten::" + qualified.substr(0, dot),
-                                dot == std::string::npos ? "" : qualified.substr(dot + 1));
-      if (dispatcher.findOp(op_name)) {
-        lib.impl(name, torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
-      }
+    using Name = std::pair<std::string, std::string>;  // (name, overload)
+    for (const auto& [name, overload] : {Name{"conj_physical_", ""}, Name{"mode", "values"}}) {
+      if (!dispatcher.findOp(c10::OperatorName("aten::" + name, overload))) continue;
+      const std::string qualified = overload.empty() ? name : name + "." + overload;
+      lib.impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
     }
   }
   // The generic in-place form of such an op (addr_ = addr_out(self, self, ...)) must run its generic kernel

@@ -427,13 +427,19 @@ def _scalar_as_tensor(tensor_op: torch._ops.OpOverload) -> Callable:
     return rewrite
 
 
+def _slice_bounds(size: int, start, end) -> tuple[int, int]:
+    """PyTorch's slice bounds: None means the whole dim, negatives count from the end, then clamped to
+    [0, size] with end >= start."""
+    lo = 0 if start is None else (start + size if start < 0 else start)
+    hi = size if end is None else (end + size if end < 0 else end)
+    lo = min(max(lo, 0), size)
+    return lo, min(max(hi, lo), size)
+
+
 def _slice(x, dim=0, start=None, end=None, step=1):
     """A zero-length ``slice`` is mis-sized by torch-mlir ('stablehlo.slice' inferred type mismatch): it is an
     empty tensor of the right shape. Other slices are torch-mlir's own."""
-    size = x.shape[dim]
-    lo = 0 if start is None else (start + size if start < 0 else start)
-    hi = size if end is None else (end + size if end < 0 else end)
-    lo, hi = min(max(lo, 0), size), min(max(hi, 0), size)
+    lo, hi = _slice_bounds(x.shape[dim], start, end)
     if hi > lo:
         return NotImplemented
     shape = list(x.shape)
@@ -445,10 +451,7 @@ def _slice_scatter(x, src, dim=0, start=None, end=None, step=1):
     """torch-mlir lowers ``slice_scatter`` with an out-of-range bound (``end=INT64_MAX``, which every
     ``x[1:]`` backward passes through ``slice_backward``) into a program that needs tens of GiB to compile.
     The bounds are clamped first, as PyTorch does; an in-range call is torch-mlir's own."""
-    size = x.shape[dim]
-    lo = 0 if start is None else (start + size if start < 0 else start)
-    hi = size if end is None else (end + size if end < 0 else end)
-    lo, hi = min(max(lo, 0), size), min(max(hi, lo), size)
+    lo, hi = _slice_bounds(x.shape[dim], start, end)
     if (start, end) == (lo, hi):
         return NotImplemented
     return aten.slice_scatter.default(x, src, dim, lo, hi, step)

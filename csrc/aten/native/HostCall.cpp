@@ -4,15 +4,10 @@
 #include <c10/util/Exception.h>
 
 #include "aten/native/HostAlias.h"
-#include "aten/native/HostKernel.h"
 #include "aten/native/HostThreads.h"
 #include "device/Streams.h"
 
 namespace torchneuron {
-
-namespace hostkernel {
-bool isNeuron(const at::Tensor& t) { return t.defined() && t.device().is_privateuseone(); }
-} // namespace hostkernel
 
 void DeviceCheck::see(const at::Tensor& t, const std::string& arg, bool host_allowed) {
   if (!t.defined()) return;
@@ -43,6 +38,8 @@ c10::DeviceIndex DeviceCheck::finish() {
 }
 
 at::Tensor HostCall::toHost(const at::Tensor& t, bool written) {
+  // One tensor passed twice (x.add_(x), out=self) stays one host tensor, so the kernel sees the aliasing
+  // (TensorIterator's in-place shape check, overlap checks) exactly as on the CPU.
   for (auto& p : pairs_) {
     if (p.original->unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) {
       p.written = p.written || written;

@@ -5,13 +5,10 @@
 #include "aten/native/HostFallback.h"
 
 #include <ATen/ATen.h>
-#include <c10/core/StorageImpl.h>
 #include <c10/util/Exception.h>
-#include <c10/util/SmallVector.h>
 
 #include <sstream>
 
-#include "allocator/CachingAllocator.h"
 #include "aten/native/Fp64Emulation.h"
 #include "aten/native/HostCall.h"
 #include "aten/native/OpRegistry.h"

@@ -22,7 +22,7 @@
 
 namespace torchneuron::hostkernel {
 
-bool isNeuron(const at::Tensor& t);
+inline bool isNeuron(const at::Tensor& t) { return t.defined() && t.device().is_privateuseone(); }
 
 // ---- arguments: device check, float64 detection, and the host form passed to the CPU kernel ----
 template <class T>
@@ -85,22 +85,17 @@ struct Host<const std::optional<at::Tensor>&> {
 
 // Tensor lists become a vector of host tensors (non-neuron elements, 0-dim host scalars, are copied).
 template <class List>
-std::vector<at::Tensor> hostList(HostCall& call, const List& list, bool written) {
-  std::vector<at::Tensor> out;
-  out.reserve(list.size());
-  for (const at::Tensor& t : list) out.push_back(isNeuron(t) ? call.toHost(t, written) : t);
-  return out;
-}
-
-template <>
-struct Host<at::TensorList> {
-  std::vector<at::Tensor> host;
-  Host(HostCall& call, at::TensorList& list, bool written) : host(hostList(call, list, written)) {}
-  at::TensorList get() const { return host; }
-  static void see(DeviceCheck& c, at::TensorList list, const std::string& n) {
+struct HostList {
+  static std::vector<at::Tensor> convert(HostCall& call, const List& list, bool written) {
+    std::vector<at::Tensor> out;
+    out.reserve(list.size());
+    for (const at::Tensor& t : list) out.push_back(isNeuron(t) ? call.toHost(t, written) : t);
+    return out;
+  }
+  static void see(DeviceCheck& c, const List& list, const std::string& n) {
     for (const at::Tensor& t : list) c.see(t, n, false);
   }
-  static bool onDouble(at::TensorList list) {
+  static bool onDouble(const List& list) {
     for (const at::Tensor& t : list) {
       if (Host<const at::Tensor&>::onDouble(t)) return true;
     }
@@ -109,22 +104,19 @@ struct Host<at::TensorList> {
 };
 
 template <>
-struct Host<const at::ITensorListRef&> {
+struct Host<at::TensorList> : HostList<at::TensorList> {
+  std::vector<at::Tensor> host;
+  Host(HostCall& call, at::TensorList& list, bool written) : host(convert(call, list, written)) {}
+  at::TensorList get() const { return host; }
+};
+
+template <>
+struct Host<const at::ITensorListRef&> : HostList<at::ITensorListRef> {
   std::vector<at::Tensor> host;
   at::ITensorListRef ref;
-  Host(HostCall& call, const at::ITensorListRef& list, bool written)
-      : host(hostList(call, list, written)), ref(host) {}
+  Host(HostCall& call, const at::ITensorListRef& list, bool written) : host(convert(call, list, written)), ref(host) {}
   Host(Host&& other) noexcept : host(std::move(other.host)), ref(host) {}
   const at::ITensorListRef& get() const { return ref; }
-  static void see(DeviceCheck& c, const at::ITensorListRef& list, const std::string& n) {
-    for (const at::Tensor& t : list) c.see(t, n, false);
-  }
-  static bool onDouble(const at::ITensorListRef& list) {
-    for (const at::Tensor& t : list) {
-      if (Host<const at::Tensor&>::onDouble(t)) return true;
-    }
-    return false;
-  }
 };
 
 // ---- results: back to neuron tensors ----
@@ -193,8 +185,6 @@ struct HostKernel<Op, R(Args...)> {
     };
     if constexpr (std::is_void_v<R>) {
       call.run(kernel);
-    } else if constexpr (std::is_reference_v<R>) {
-      return Result<R>::convert(call, call.run(kernel));
     } else {
       return Result<R>::convert(call, call.run(kernel));
     }
