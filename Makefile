@@ -38,7 +38,8 @@ $(VENV)/.deps-installed: requirements.txt | $(VENV)/bin/python
 	touch $@
 
 $(STAMP): $(VENV)/.deps-installed setup.py pyproject.toml $(CSRC)
-	$(PIP) install -q --no-build-isolation --no-deps -e .
+	# no autoload while building: a stale _C that fails to load must not block its own rebuild
+	TORCH_DEVICE_BACKEND_AUTOLOAD=0 $(PIP) install -q --no-build-isolation --no-deps -e .
 	touch $@
 
 clean:

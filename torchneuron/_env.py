@@ -46,6 +46,11 @@ CC_FLAGS = _var("NEURON_CC_FLAGS", "", "extra neuronx-cc flags, appended")
 OPT_LEVEL = _var("NEURON_COMPILER_OPT_LEVEL", "", "neuronx-cc -O level override (eager default 1, graphs 2)")
 LNC = _var("NEURON_LOGICAL_NC_CONFIG", "", "logical NeuronCore config (1 or 2) passed to neuronx-cc --lnc")
 
+# --- torch.compile (issue 10) ---
+COMPILE_FALLBACK = _var("TORCHNEURON_COMPILE_FALLBACK", "warn", "warn or error: a compiled graph with ops that have no lowering runs them eagerly between compiled pieces (reported once per graph), or raises naming the op and source line")
+DEBUG_DIR = _var("TORCHNEURON_DEBUG_DIR", "", "keep each compiled graph's FX graph, partition, StableHLO and executable in this directory")
+SIM_EXECUTOR = _var("TORCHNEURON_SIM_EXECUTOR", "xla", "xla: compiled graphs run as StableHLO on XLA:CPU (the Trn host's program); inductor: lowered pieces run through inductor on host views (StableHLO still lowered and kept)")
+
 # --- NKI (issue 4) ---
 NKI_TARGET = _var("NEURON_PLATFORM_TARGET_OVERRIDE", "", "NKI target (trn1, trn2 or trn3); falls back to TORCHNEURON_TARGET")
 NKI_ALIASES = _var("TORCHNEURON_NKI_ALIASES", "0", "1: `import nki` / `import neuronxcc.nki` resolve to torchneuron.nki when not installed")

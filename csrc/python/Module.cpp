@@ -152,6 +152,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_set_op_policy", &python::setOpPolicy);
   m.def("_set_eager_executor", &python::setEagerExecutor);
 
+  // Compiled graphs and other external executors read device memory directly: earlier work queued on the
+  // current stream (async copies) must have finished, as before any host kernel.
+  m.def("_drain_current_stream", [](int index) {
+    auto queue = queueOf(currentStream(static_cast<c10::DeviceIndex>(index)));
+    if (!queue->idle()) queue->drain();
+  });
   m.def("_host_view", &hostAlias, "CPU tensor aliasing a neuron tensor's memory (sim runtime only)");
   m.def("_adopt_host_tensor", [](const at::Tensor& cpu, int index) {
     return adoptHostTensor(cpu, static_cast<c10::DeviceIndex>(index));

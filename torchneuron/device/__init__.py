@@ -59,4 +59,14 @@ def __getattr__(name: str):
     # restores a device's RNG state only when it is true); here it follows the runtime.
     if name == "_initialized":
         return is_initialized()
+    if name in ("get_dynamo_metrics", "reset_dynamo_metrics"):
+        from torchneuron.dynamo import metrics as _metrics
+
+        return getattr(_metrics, name)
+    # Inductor asks the device module for its code generators (torch.utils.backend_registration); neuron has
+    # none, and the ones it gets explain that torch.compile(backend="neuron") is the compiler for neuron.
+    if name in ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen"):
+        from torchneuron.dynamo import inductor_guard
+
+        return getattr(inductor_guard, name)
     raise AttributeError(f"module 'torch.neuron' has no attribute {name!r}")

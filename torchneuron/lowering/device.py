@@ -64,3 +64,11 @@ def adopter(device: torch.device):
     index = device.index if device.index is not None else 0
     adopt_ = c._adopt_host_tensor
     return lambda t: adopt_(t, index)
+
+
+def drain(device: torch.device) -> None:
+    """Wait for earlier work queued on the device's current stream (async copies) before reading its memory
+    on the host."""
+    c = _c()
+    if c is not None:
+        c._drain_current_stream(device.index if device.index is not None else 0)

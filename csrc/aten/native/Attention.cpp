@@ -6,15 +6,23 @@
 
 #include <ATen/ATen.h>
 #include <ATen/SDPBackend.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include "aten/native/HostAlias.h"
 
 namespace torchneuron {
 
 namespace {
-std::optional<at::Tensor> hostOptional(const std::optional<at::Tensor>& t) {
+// The choice depends on sizes, strides and dtypes only, so it is made on data-less CPU stand-ins (the CPU
+// kernel reads no element): no device memory is touched, and the same code answers for FakeTensors (Dynamo,
+// torch.export), whose data does not exist.
+char g_no_data = 0;
+at::Tensor shapeOnly(const at::Tensor& t) {
+  return at::from_blob(&g_no_data, t.sizes(), t.strides(), at::TensorOptions().dtype(t.scalar_type()));
+}
+std::optional<at::Tensor> shapeOnly(const std::optional<at::Tensor>& t) {
   if (!t.has_value() || !t->defined()) return std::nullopt;
-  return t->device().is_privateuseone() ? hostAlias(*t) : *t;
+  return shapeOnly(*t);
 }
 } // namespace
 
@@ -26,11 +34,14 @@ int64_t fusedSdpChoice(const at::Tensor& query, const at::Tensor& key, const at:
   if (dropout_p > 0.0) return kMath;
   // The CPU flash backward computes no gradient for the mask.
   if (attn_mask.has_value() && attn_mask->defined() && attn_mask->requires_grad()) return kMath;
-  if (!query.device().is_privateuseone() || !key.device().is_privateuseone() || !value.device().is_privateuseone()) {
+  if (query.device() != key.device() || query.device() != value.device()) {
     return kMath;  // mixed devices: let the math path raise the usual device error
   }
-  // Otherwise follow the CPU's own decision for these shapes, dtypes and flags.
-  const int64_t cpu = at::_fused_sdp_choice(hostAlias(query), hostAlias(key), hostAlias(value), hostOptional(attn_mask),
+  // Otherwise follow the CPU's own decision for these shapes, dtypes and flags. Under FakeTensorMode the
+  // Python dispatch keys are still active here; the stand-ins must reach the CPU kernel, not the mode.
+  c10::impl::ExcludeDispatchKeyGuard no_python(c10::DispatchKeySet(
+      {c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot, c10::DispatchKey::PreDispatch}));
+  const int64_t cpu = at::_fused_sdp_choice(shapeOnly(query), shapeOnly(key), shapeOnly(value), shapeOnly(attn_mask),
                                             dropout_p, is_causal, scale, enable_gqa);
   return cpu == static_cast<int64_t>(at::SDPBackend::flash_attention)
              ? static_cast<int64_t>(at::SDPBackend::overrideable)

@@ -1,0 +1,39 @@
+"""``torch.compile(model, backend="neuron")``: Dynamo's FX graph → AOTAutograd (forward and backward,
+functionalised) → per graph: partition → StableHLO → compiled executable (XLA:CPU on the sim).
+
+Registered under the ``torch_dynamo_backends`` entry point, so ``backend="neuron"`` works right after install.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from . import aot_decompositions
+from .compiled_graph import CompiledGraph
+
+
+def _compiler(kind: str):
+    def compile_graph(gm: fx.GraphModule, example_inputs: list) -> CompiledGraph:
+        return CompiledGraph(gm, list(example_inputs), kind)
+
+    return compile_graph
+
+
+def neuron_backend(gm: fx.GraphModule, example_inputs: list, **kwargs: Any):
+    """The Dynamo backend. ``options=`` of torch.compile are not used (see ``torchneuron.compile_options``)."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    from . import device_interface
+
+    device_interface.register()
+    backend = aot_autograd(
+        fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
+        inference_compiler=_compiler("inference"), decompositions=aot_decompositions.table(),
+        keep_inference_input_mutations=True)
+    return backend(gm, example_inputs)
+
+
+neuron_backend.__name__ = "neuron"
