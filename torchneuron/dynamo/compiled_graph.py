@@ -76,7 +76,7 @@ class CompiledGraph:
         return out
 
     def _specialised(self, args: list):
-        padded, unpad = self._bucketer.pad(args)
+        padded, unpad = self._bucketer.pad(list(args))
         key = tuple(tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in padded)
         program = self._programs.get(key)
         if program is None:

@@ -18,7 +18,15 @@ class NeuronInductorError(RuntimeError):
     pass
 
 
-class _Refuse:
+class _RefuseAttributes(type):
+    # inductor reads class attributes (supports_caching, ...) before it instantiates anything
+    def __getattr__(cls, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise NeuronInductorError(MESSAGE)
+
+
+class _Refuse(metaclass=_RefuseAttributes):
     def __init__(self, *args, **kwargs):
         raise NeuronInductorError(MESSAGE)
 

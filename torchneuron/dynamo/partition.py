@@ -70,10 +70,12 @@ def classify(gm: fx.GraphModule, forced: dict[str, str]) -> tuple[dict[fx.Node, 
             reasons[node] = EagerReason(name, "not an ATen op", False, source_line(node))
             continue
         status = coverage.status(name)
+        # ATen tags every op that draws random numbers; the coverage table lists only the overloads it ran
+        random = torch.Tag.nondeterministic_seeded in node.target.tags or status == coverage.RANDOM
         if name in forced:
             kinds[node] = EAGER
             reasons[node] = EagerReason(name, forced[name], False, source_line(node))
-        elif status == coverage.RANDOM:
+        elif random:
             kinds[node] = EAGER
             reasons[node] = EagerReason(name, "random op: drawn from the neuron generator", True, source_line(node))
         elif status == coverage.MISSING:
