@@ -130,17 +130,22 @@ class Program:
             metrics.add("partitions")
         metrics.add("lowered_pieces", self.n_lowered)
         metrics.add("eager_pieces", self.n_eager)
-        missing = {r.op: r for r in reasons.values() if not r.random}
+        missing = {r.op: r for r in reasons.values() if not r.random}  # one line per op, first site
         for node, r in reasons.items():
             if not r.random:
                 metrics.fallback(r.op)
         if missing:
-            listed = "; ".join(f"{r.op} ({r.why}{', at ' + r.where if r.where else ''})" for r in missing.values())
+            listed = "; ".join(f"{r.op} ({_short(r.why)}{', at ' + r.where if r.where else ''})"
+                               for r in missing.values())
             warnings.warn(
                 f"torch.compile(backend='neuron'): {self.name} was split into {len(specs)} pieces "
                 f"({self.n_lowered} compiled, {self.n_eager} run eagerly on the device) because these ops have no "
                 f"StableHLO lowering: {listed}. On a Trn host they would run on the CPU between compiled pieces. "
                 f"{_env.COMPILE_FALLBACK}=error makes this an error.", CompileFallbackWarning, stacklevel=2)
+
+
+def _short(why: str, limit: int = 160) -> str:
+    return why if len(why) <= limit else why[: limit - 3] + "..."
 
 
 def _check_strict(name: str, reasons: dict) -> None:
@@ -161,7 +166,7 @@ def _failed_op(e: Exception, spec: partition.PieceSpec) -> str | None:
     mlir_op = getattr(e, "mlir_op", None) or getattr(e, "op", None)
     if not mlir_op:
         return None
-    name = str(mlir_op).removeprefix("torch.aten.")
+    name = str(mlir_op).removeprefix("torch.aten.").split(".")[0]
     for n in spec.nodes:
         if isinstance(n.target, torch._ops.OpOverload):
             packet = n.target._overloadpacket.__name__
