@@ -36,9 +36,8 @@ def _fused_attention(query, key, value, attn_bias=None, dropout_p=0.0, is_causal
                      scale=None):
     out, lse = aten._scaled_dot_product_flash_attention_for_cpu.default(
         query, key, value, dropout_p, is_causal, attn_mask=attn_bias, scale=scale)
-    unused = query.new_empty((0,), dtype=torch.long)
-    return (out, lse, unused, unused, query.shape[-2], key.shape[-2], query.new_empty((), dtype=torch.long),
-            query.new_empty((), dtype=torch.long), query.new_empty((0,)))
+    return (out, lse, None, None, query.shape[-2], key.shape[-2], query.new_empty((), dtype=torch.long),
+            query.new_empty((), dtype=torch.long), None)
 
 
 def _fused_attention_backward(grad_out, query, key, value, attn_bias, grad_input_mask, out, logsumexp, cum_seq_q,

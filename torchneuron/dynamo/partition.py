@@ -55,6 +55,18 @@ def source_line(node: fx.Node) -> str:
     return lines[-1].removeprefix("File ") if lines else ""
 
 
+def _draws_random_numbers(node: fx.Node, status: str) -> bool:
+    """ATen tags every op that may draw random numbers (the coverage table lists only the overloads it ran);
+    attention ops are tagged for their dropout, and draw nothing at ``dropout_p=0``."""
+    if not (torch.Tag.nondeterministic_seeded in node.target.tags or status == coverage.RANDOM):
+        return False
+    for i, arg in enumerate(node.target._schema.arguments):
+        if arg.name == "dropout_p":
+            value = node.kwargs.get("dropout_p", node.args[i] if i < len(node.args) else arg.default_value)
+            return value != 0
+    return True
+
+
 def classify(gm: fx.GraphModule, forced: dict[str, str]) -> tuple[dict[fx.Node, str], dict[fx.Node, EagerReason]]:
     kinds: dict[fx.Node, str] = {}
     reasons: dict[fx.Node, EagerReason] = {}
@@ -70,8 +82,7 @@ def classify(gm: fx.GraphModule, forced: dict[str, str]) -> tuple[dict[fx.Node, 
             reasons[node] = EagerReason(name, "not an ATen op", False, source_line(node))
             continue
         status = coverage.status(name)
-        # ATen tags every op that draws random numbers; the coverage table lists only the overloads it ran
-        random = torch.Tag.nondeterministic_seeded in node.target.tags or status == coverage.RANDOM
+        random = _draws_random_numbers(node, status)
         if name in forced:
             kinds[node] = EAGER
             reasons[node] = EagerReason(name, forced[name], False, source_line(node))

@@ -55,9 +55,11 @@ fusedAttention(const at::Tensor& query, const at::Tensor& key, const at::Tensor&
   // The CPU flash kernel on neuron tensors goes through the host path (device buffers, device results).
   auto [out, logsumexp] =
       at::_scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p, is_causal, attn_bias, scale);
+  // Undefined where PyTorch's meta function returns None (no nested sequences, no debug mask): compiled and
+  // eager graphs then see the same outputs.
   const auto unused = query.options().dtype(at::kLong);
-  return {out, logsumexp, at::empty({0}, unused), at::empty({0}, unused), c10::SymInt(query.size(-2)),
-          c10::SymInt(key.size(-2)), at::empty({}, unused), at::empty({}, unused), at::empty({0}, query.options())};
+  return {out, logsumexp, at::Tensor(), at::Tensor(), c10::SymInt(query.size(-2)), c10::SymInt(key.size(-2)),
+          at::empty({}, unused), at::empty({}, unused), at::Tensor()};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fusedAttentionBackward(
