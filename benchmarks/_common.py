@@ -77,3 +77,29 @@ def emit(result: dict[str, Any], out: str | None) -> None:
         with open(out, "w") as f:
             f.write(text + "\n")
     print(text)
+
+
+def interleaved_seconds(fns: dict[str, Callable[[], Any]], sync: Callable[[], None], inner: int,
+                        repeats: int = 7) -> tuple[dict[str, float], dict[str, list[float]]]:
+    """Median seconds per call of each function, timed in alternation (each repeat runs every function
+    `inner` times, in rotating order, synchronising after each), plus the per-repeat samples so callers can
+    take medians of per-repeat ratios."""
+    names = list(fns)
+    for fn in fns.values():
+        for _ in range(max(2, inner // 5)):
+            fn()
+    sync()
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(repeats):
+        order = names[r % len(names):] + names[: r % len(names)]
+        for name in order:
+            start = time.perf_counter()
+            for _ in range(inner):
+                fns[name]()
+            sync()
+            samples[name].append((time.perf_counter() - start) / inner)
+    return {n: statistics.median(s) for n, s in samples.items()}, samples
+
+
+def ratio(samples: dict[str, list[float]], num: str, den: str) -> float:
+    return statistics.median(a / b for a, b in zip(samples[num], samples[den]))

@@ -25,6 +25,7 @@ def _compiler(kind: str):
 def neuron_backend(gm: fx.GraphModule, example_inputs: list, **kwargs: Any):
     """The Dynamo backend. ``options=`` of torch.compile are not used (see ``torchneuron.compile_options``)."""
     from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     from . import device_interface
 
@@ -32,6 +33,9 @@ def neuron_backend(gm: fx.GraphModule, example_inputs: list, **kwargs: Any):
     backend = aot_autograd(
         fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
         inference_compiler=_compiler("inference"), decompositions=aot_decompositions.table(),
+        # recompute cheap views and pointwise ops in the backward instead of saving them: a saved t(weight)
+        # would be materialised as a transposed copy by the forward program on every step
+        partition_fn=min_cut_rematerialization_partition,
         keep_inference_input_mutations=True)
     return backend(gm, example_inputs)
 

@@ -35,7 +35,7 @@ class LoweredPiece:
     kind = "lowered"
 
     def __init__(self, executable: Any, record: graph_cache.Record, in_casts: list[int], out_casts: list[int],
-                 out_meta: list[Any], stablehlo_chars: int):
+                 out_meta: list[Any], stablehlo_chars: int, restride: frozenset[int] = frozenset()):
         self.executable = executable
         self.record = record
         self._constants: dict[torch.device, list[torch.Tensor]] = {}
@@ -43,11 +43,13 @@ class LoweredPiece:
         self._out_casts = [(i, out_meta[i].dtype) for i in out_casts]
         self._mutated = record.mutated
         self._n_user = len(record.out_slots)
-        # XLA returns dense row-major buffers; an output whose traced strides differ (a transposed view, a
-        # channels-last result) is given those strides, since eager code after the piece may rely on them.
-        self._restride = [(i, m.shape, m.stride()) for i, m in enumerate(out_meta)
-                          if isinstance(m, torch.Tensor) and m.numel() > 1 and not m.is_contiguous()
-                          and torch._prims_common.is_non_overlapping_and_dense_or_false(m)]
+        # XLA returns dense row-major buffers. An output an eager piece reads is given its traced strides (a
+        # transposed view, a channels-last result): eager ops such as view() may rely on them. Everything
+        # else stays dense: lowered pieces are value-semantic, and a copy per call would cost more than it buys.
+        self._restride = [(i, tuple(int(d) for d in m.shape), tuple(int(d) for d in m.stride()))
+                          for i, m in enumerate(out_meta)
+                          if i in restride and isinstance(m, torch.Tensor) and m.numel() > 1
+                          and not m.is_contiguous() and torch._prims_common.is_non_overlapping_and_dense_or_false(m)]
         self._layout = (record.out_spec, record.out_slots)
         self.stablehlo_chars = stablehlo_chars
 
@@ -91,7 +93,8 @@ def _example(v: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
                                dtype=dtype or v.dtype, device="cpu")
 
 
-def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, str | bytes], None]) -> LoweredPiece:
+def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, str | bytes], None],
+                restride: frozenset[int] = frozenset()) -> LoweredPiece:
     """Lower one piece: graph cache (FX key) → else trace + torch-mlir; then the executable cache."""
     from ..compiler import driver
 
@@ -120,7 +123,7 @@ def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, s
     dump("module.stablehlo.mlir", record.stablehlo)
     exe = driver.compile(record.stablehlo, target=compile_target, kind="graph")
     debug.dump_executable(dump, exe)
-    return LoweredPiece(exe, record, in_casts, out_casts, out_meta, len(record.stablehlo))
+    return LoweredPiece(exe, record, in_casts, out_casts, out_meta, len(record.stablehlo), restride)
 
 
 def timed(fn: Callable[[], Any]) -> Any:

@@ -86,12 +86,14 @@ class Program:
             for n in spec.inputs:
                 last_use[slot[n]] = p
         keep = {slot[n] for n in out_node.all_input_nodes if n in slot}
+        read_eagerly = {n for spec in specs if spec.kind == partition.EAGER for n in spec.inputs}
         steps = []
         for p, spec in enumerate(specs):
             sub = partition.subgraph(gm, spec)
             if spec.kind == partition.LOWERED:
+                restride = frozenset(i for i, n in enumerate(spec.outputs) if n in read_eagerly)
                 try:
-                    piece: Any = lower_piece(sub, target, functools.partial(dump, f"piece{p}"))
+                    piece: Any = lower_piece(sub, target, functools.partial(dump, f"piece{p}"), restride)
                 except (LoweringError, CompileError) as e:
                     raise _PieceFailed(spec, e) from e
             else:
