@@ -7,7 +7,6 @@ ATen ops on the device one by one, exactly as eager mode would.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -94,7 +93,7 @@ def _example(v: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
 
 
 def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, str | bytes], None],
-                restride: frozenset[int] = frozenset()) -> LoweredPiece:
+                restride: frozenset[int] = frozenset()) -> Any:
     """Lower one piece: graph cache (FX key) → else trace + torch-mlir; then the executable cache."""
     from ..compiler import driver
 
@@ -121,14 +120,12 @@ def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, s
                                     tg.constants)
         graph_cache.store(k, record)
     dump("module.stablehlo.mlir", record.stablehlo)
+    if compile_target == "sim" and _env.get(_env.SIM_EXECUTOR).strip().lower() == "inductor":
+        from .inductor_executor import InductorPiece
+
+        return InductorPiece(sub, examples, in_casts, [(i, out_meta[i].dtype) for i in out_casts],
+                             len(record.stablehlo))
     exe = driver.compile(record.stablehlo, target=compile_target, kind="graph")
     debug.dump_executable(dump, exe)
     return LoweredPiece(exe, record, in_casts, out_casts, out_meta, len(record.stablehlo), restride)
 
-
-def timed(fn: Callable[[], Any]) -> Any:
-    t0 = time.perf_counter()
-    try:
-        return fn()
-    finally:
-        metrics.add("compile_seconds", time.perf_counter() - t0)

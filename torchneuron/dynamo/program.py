@@ -19,7 +19,7 @@ from .. import _env
 from ..compiler.driver import CompileError
 from ..lowering.errors import LoweringError
 from . import metrics, partition
-from .pieces import EagerPiece, LoweredPiece, lower_piece
+from .pieces import EagerPiece, lower_piece
 
 _MAX_REPARTITIONS = 8
 
@@ -104,7 +104,7 @@ class Program:
         self._n_slots = len(slot)
         self._n_inputs = len(placeholders)
         self._outputs = fx.node.map_aggregate(out_node.args[0], lambda n: _Slot(slot[n]) if isinstance(n, fx.Node) else n)
-        self.n_lowered = sum(1 for s in steps if isinstance(s[0], LoweredPiece))
+        self.n_lowered = sum(1 for s in steps if s[0].kind == "lowered")
         self.n_eager = len(steps) - self.n_lowered
 
     def run(self, args: list) -> list:

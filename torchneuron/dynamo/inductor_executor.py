@@ -1,0 +1,72 @@
+"""``TORCHNEURON_SIM_EXECUTOR=inductor``: run lowered pieces through inductor's CPU code on host views.
+
+The simulator's default executor runs each piece's StableHLO on XLA:CPU, the program a Trn host would compile.
+XLA:CPU's kernels are slower than PyTorch's own CPU kernels (measured: ~2x on matmul-heavy graphs, see
+docs/compile.md), so a user who wants speed on the simulator can opt into this executor instead. The piece
+is still lowered to StableHLO and kept (cached, dumped, a lowering failure still partitions the graph), so
+what would run on a Trn host is unchanged; only the simulator's execution differs.
+
+Inputs are host views of the device buffers (zero-copy); inductor writes in-place updates straight into
+them; fresh outputs, allocated by inductor in host memory, are adopted as neuron tensors without copies, and
+an output that is a view of an input becomes a view of that neuron tensor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from ..lowering import device as dev
+
+
+class InductorPiece:
+    kind = "lowered"
+
+    def __init__(self, sub: fx.GraphModule, examples: list[torch.Tensor], in_casts: list[int],
+                 out_casts: list[tuple[int, torch.dtype]], stablehlo_chars: int):
+        from torch._inductor.compile_fx import compile_fx_inner
+        from torch._inductor.decomposition import select_decomp_table
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        # traced again on the CPU stand-ins, with inductor's decompositions (what compile_fx would apply): the
+        # piece's metadata still describes neuron tensors, and inductor generates code for the device it reads
+        cpu_graph = make_fx(sub, decomposition_table=select_decomp_table(), tracing_mode="fake")(*examples)
+        self._fn = compile_fx_inner(cpu_graph, examples)
+        self._strides = [tuple(e.stride()) for e in examples]
+        self._in_casts = in_casts
+        self._out_casts = out_casts
+        self.stablehlo_chars = stablehlo_chars
+
+    def __call__(self, ins: list[torch.Tensor]) -> tuple:
+        device = ins[0].device if ins else torch.device("neuron", torch.neuron.current_device())
+        if self._in_casts:
+            ins = list(ins)
+            for i in self._in_casts:
+                ins[i] = ins[i].to(torch.float32 if ins[i].dtype == torch.float64 else torch.complex64)
+        if device.type != "cpu":
+            dev.drain(device)
+        view = dev.host_views(device)
+        hosts = []
+        for t, stride in zip(ins, self._strides):
+            h = view(t)
+            if h.stride() != stride and h.numel() > 1:  # inductor's code assumes the traced strides
+                h = torch.empty_strided(h.shape, stride, dtype=h.dtype).copy_(h)
+            hosts.append(h)
+        outs = self._fn(list(hosts))
+        adopt = dev.adopter(device)
+        by_storage = {h.untyped_storage().data_ptr(): t for h, t in zip(hosts, ins) if h.numel()}
+        results: list[Any] = []
+        for o in outs:
+            if not isinstance(o, torch.Tensor):
+                results.append(o)
+                continue
+            base = by_storage.get(o.untyped_storage().data_ptr()) if o.numel() else None
+            if base is not None and device.type != "cpu":  # a view of an input: a view of the neuron tensor
+                results.append(base.as_strided(o.shape, o.stride(), o.storage_offset()))
+            else:
+                results.append(adopt(o))
+        for i, dtype in self._out_casts:
+            results[i] = results[i].to(dtype)
+        return tuple(results)
