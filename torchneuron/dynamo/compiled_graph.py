@@ -14,6 +14,7 @@ import warnings
 import torch
 import torch.fx as fx
 
+from .. import _env
 from . import debug, metrics, options
 from .program import Program
 
@@ -27,7 +28,13 @@ def _is_symbolic(v) -> bool:
 
 
 def _compile_target() -> str:
-    return "sim"  # the nrt runtime (Trn host) is not built yet: graphs compile for the simulator's XLA:CPU
+    """``sim`` (XLA:CPU) on the simulator; on a Trn host (the ``nrt`` runtime) the hardware target, so pieces
+    become NEFFs from neuronx-cc at ``-O2`` (the graph opt level), run by that runtime."""
+    from .. import _C  # type: ignore[attr-defined]
+
+    if _C._runtime_info()["runtime"] == "nrt":
+        return _env.get(_env.TARGET).strip().lower()
+    return "sim"
 
 
 class CompiledGraph:
