@@ -64,6 +64,9 @@ def models():
 def variants(name: str, train: bool):
     """Callables for compiled-neuron, eager-neuron, eager-cpu, inductor-cpu."""
     make_model, make_x = models()[name]
+    # a fresh Dynamo per model: the MLP and the CNN are both nn.Sequential, and a second compile of the same
+    # forward code with other shapes would make Dynamo mark their dimensions dynamic
+    torch._dynamo.reset()
     out = {}
     for label, device, compiler in (("compiled_neuron", "neuron", "neuron"),
                                     ("compiled_neuron_inductor_executor", "neuron", "neuron"),
