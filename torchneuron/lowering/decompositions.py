@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import attention
+from . import attention, variance
 
 aten = torch.ops.aten
 
@@ -521,6 +521,7 @@ def neuron_decompositions() -> dict[torch._ops.OperatorBase, Callable]:
     table[aten._batch_norm_no_update.default] = _batch_norm_no_update
     table[aten._batch_norm_with_update_functional.default] = _batch_norm_with_update_functional
     table.update(attention.table())  # replaces PyTorch's (its logsumexp output is wrong)
+    table.update(variance.table())  # torch-mlir's own lowering accumulates in float64
     # Ops torch-mlir cannot legalize at all, rewritten into ones it can (one module per family).
     from . import decomp_bessel, decomp_fft, decomp_indexing, decomp_linalg, decomp_nn, decomp_special
     for family in (decomp_special, decomp_bessel, decomp_linalg, decomp_fft, decomp_indexing, decomp_nn):
