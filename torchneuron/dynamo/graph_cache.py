@@ -58,14 +58,11 @@ def _tensor_attributes(gm: fx.GraphModule) -> list[tuple[str, torch.Tensor]]:
 
 
 def encode(rec: Record) -> bytes | None:
-    slots = []
-    for s in rec.out_slots:
-        if isinstance(s, int):
-            slots.append(s)
-        elif s[1] is None or isinstance(s[1], (bool, int, float, str)):
-            slots.append({"const": s[1]})
-        else:
-            return None
+    from ..lowering.op_index import encode_slots
+
+    slots = encode_slots(rec.out_slots)
+    if slots is None:
+        return None
     buf = io.BytesIO()
     torch.save([c.cpu() for c in rec.constants], buf)
     meta = {"format": _FORMAT, "stablehlo": rec.stablehlo, "mutated": rec.mutated,
@@ -75,6 +72,8 @@ def encode(rec: Record) -> bytes | None:
 
 
 def decode(blob: bytes) -> Record | None:
+    from ..lowering.op_index import decode_slots
+
     try:
         n = int.from_bytes(blob[:8], "little")
         meta = json.loads(blob[8:8 + n])
@@ -82,7 +81,7 @@ def decode(blob: bytes) -> Record | None:
             return None
         constants = torch.load(io.BytesIO(blob[8 + n:]), weights_only=True)
         return Record(meta["stablehlo"], meta["mutated"], pytree.treespec_loads(meta["spec"]),
-                      [s if isinstance(s, int) else ("const", s["const"]) for s in meta["slots"]], constants)
+                      decode_slots(meta["slots"]), constants)
     except Exception:  # noqa: BLE001 - a stale or foreign record is rebuilt, never fatal
         return None
 

@@ -52,17 +52,30 @@ def index_key(signature: tuple, emulate_fp64: bool) -> str:
     return "op" + h.hexdigest()[2:]
 
 
+def encode_slots(slots: list) -> list | None:
+    """Output slots (an int: a result index; ("const", v): a value kept out of the program) as JSON, or None
+    when a constant is not something JSON carries faithfully."""
+    out: list = []
+    for s in slots:
+        if isinstance(s, int):
+            out.append(s)
+        elif s[1] is None or isinstance(s[1], (bool, int, float, str)):
+            out.append({"const": s[1]})
+        else:
+            return None
+    return out
+
+
+def decode_slots(slots: list) -> list:
+    return [s if isinstance(s, int) else ("const", s["const"]) for s in slots]
+
+
 def encode(stablehlo: str, kinds: list, mutated: list[int], spec: pytree.TreeSpec, slots: list, casts: list,
            n_user: int) -> bytes | None:
     """The record as JSON bytes, or None when it holds something JSON cannot carry faithfully."""
-    enc_slots = []
-    for s in slots:
-        if isinstance(s, int):
-            enc_slots.append(s)
-        elif s[1] is None or isinstance(s[1], (bool, int, float, str)):
-            enc_slots.append({"const": s[1]})
-        else:
-            return None
+    enc_slots = encode_slots(slots)
+    if enc_slots is None:
+        return None
     try:
         spec_text = pytree.treespec_dumps(spec)
     except Exception:  # noqa: BLE001 - an exotic output container: just not persisted
@@ -81,7 +94,7 @@ def decode(blob: bytes) -> dict | None:
         return {
             "stablehlo": r["stablehlo"], "kinds": [(k, _dtype(d)) for k, d in r["kinds"]], "mutated": r["mutated"],
             "spec": pytree.treespec_loads(r["spec"]),
-            "slots": [s if isinstance(s, int) else ("const", s["const"]) for s in r["slots"]],
+            "slots": decode_slots(r["slots"]),
             "casts": [_dtype(c) for c in r["casts"]], "n_user": r["n_user"],
         }
     except Exception as e:  # noqa: BLE001 - a stale or foreign record is rebuilt, never fatal
