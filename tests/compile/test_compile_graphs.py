@@ -159,3 +159,19 @@ def test_debug_dir_keeps_fx_graph_stablehlo_and_executable(tmp_path, monkeypatch
     names = {p.name for p in graph.rglob("*")}
     assert {"aot_graph.py", "partition.txt", "fx_graph.py", "module.stablehlo.mlir", "executable.hlo.txt"} <= names
     assert "stablehlo." in next(graph.rglob("module.stablehlo.mlir")).read_text()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_grouped_query_attention_compiles_forward_and_backward(causal):
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True).square().sum()
+
+    leaves = [torch.randn(2, h, 6, 8) for h in (4, 2, 2)]  # 4 query heads share 2 key/value heads
+    cpu = [t.clone().requires_grad_() for t in leaves]
+    dev = [t.to("neuron").requires_grad_() for t in leaves]
+    fn(*cpu).backward()
+    out = torch.compile(fn, backend="neuron")(*dev)
+    out.backward()
+    assert torch.neuron.get_dynamo_metrics()["eager_pieces"] == 0
+    for c, d in zip(cpu, dev):
+        assert_same(d.grad, c.grad, rtol=1e-4, atol=1e-5)

@@ -77,6 +77,11 @@ class Program:
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         for i, ph in enumerate(placeholders):
             slot[ph] = i
+        constants = []  # tensors the graph holds as attributes (get_attr): fixed values in their own slots
+        for n in gm.graph.nodes:
+            if n.op == "get_attr":
+                slot[n] = len(slot)
+                constants.append((slot[n], _attribute(gm, str(n.target))))
         for spec in specs:
             for n in spec.outputs:
                 slot[n] = len(slot)
@@ -85,7 +90,7 @@ class Program:
         for p, spec in enumerate(specs):
             for n in spec.inputs:
                 last_use[slot[n]] = p
-        keep = {slot[n] for n in out_node.all_input_nodes if n in slot}
+        keep = {slot[n] for n in out_node.all_input_nodes if n in slot} | {s for s, _ in constants}
         read_eagerly = {n for spec in specs if spec.kind == partition.EAGER for n in spec.inputs}
         steps = []
         for p, spec in enumerate(specs):
@@ -101,6 +106,7 @@ class Program:
             frees = [s for s, last in last_use.items() if last == p and s not in keep]
             steps.append((piece, [slot[n] for n in spec.inputs], [slot[n] for n in spec.outputs], frees))
         self._steps = steps
+        self._constants = constants
         self._n_slots = len(slot)
         self._n_inputs = len(placeholders)
         self._outputs = fx.node.map_aggregate(out_node.args[0], lambda n: _Slot(slot[n]) if isinstance(n, fx.Node) else n)
@@ -110,6 +116,8 @@ class Program:
     def run(self, args: list) -> list:
         env: list = [None] * self._n_slots
         env[: self._n_inputs] = args
+        for s, value in self._constants:
+            env[s] = value
         for piece, ins, outs, frees in self._steps:
             results = piece([env[i] for i in ins])
             for s, v in zip(outs, results):
@@ -144,6 +152,13 @@ class Program:
                 f"({self.n_lowered} compiled, {self.n_eager} run eagerly on the device) because these ops have no "
                 f"StableHLO lowering: {listed}. On a Trn host they would run on the CPU between compiled pieces. "
                 f"{_env.COMPILE_FALLBACK}=error makes this an error.", CompileFallbackWarning, stacklevel=2)
+
+
+def _attribute(gm: fx.GraphModule, target: str):
+    value = gm
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def _short(why: str, limit: int = 160) -> str:
