@@ -7,6 +7,7 @@
 
 #include "allocator/CachingAllocator.h"
 #include "aten/native/HostAlias.h"
+#include "aten/native/HostOutputAllocator.h"
 #include "aten/native/OpRegistry.h"
 #include "device/Generator.h"
 #include "device/PinnedAllocator.h"
@@ -157,6 +158,23 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_drain_current_stream", [](int index) {
     auto queue = queueOf(currentStream(static_cast<c10::DeviceIndex>(index)));
     if (!queue->idle()) queue->drain();
+  });
+  // External host executors (compiled graphs run by inductor's CPU code) allocate their results the way host
+  // kernels do: inside this scope the calling thread's CPU allocations come from neuron device memory, and
+  // _from_host_result hands a fresh result over as a neuron tensor without a copy.
+  struct OutputsOnDevice {
+    int device;
+    std::unique_ptr<CaptureOutputsOnDevice> scope;
+  };
+  py::class_<OutputsOnDevice>(m, "_OutputsOnDevice")
+      .def(py::init([](int device) { return OutputsOnDevice{device, nullptr}; }))
+      .def("__enter__", [](OutputsOnDevice& c) {
+        const auto device = static_cast<c10::DeviceIndex>(c.device);
+        c.scope = std::make_unique<CaptureOutputsOnDevice>(device, static_cast<int>(currentStream(device).id()));
+      })
+      .def("__exit__", [](OutputsOnDevice& c, py::args) { c.scope.reset(); });
+  m.def("_from_host_result", [](const at::Tensor& t, int device) {
+    return fromHostResult(t, static_cast<c10::DeviceIndex>(device));
   });
   m.def("_host_view", &hostAlias, "CPU tensor aliasing a neuron tensor's memory (sim runtime only)");
   m.def("_adopt_host_tensor", [](const at::Tensor& cpu, int index) {

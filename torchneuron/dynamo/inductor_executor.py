@@ -7,8 +7,9 @@ is still lowered to StableHLO and kept (cached, dumped, a lowering failure still
 what would run on a Trn host is unchanged; only the simulator's execution differs.
 
 Inputs are host views of the device buffers (zero-copy); inductor writes in-place updates straight into
-them; fresh outputs, allocated by inductor in host memory, are adopted as neuron tensors without copies, and
-an output that is a view of an input becomes a view of that neuron tensor.
+them; its buffers are allocated from the device's caching allocator (as host kernels' are), so fresh outputs
+become neuron tensors without copies and count in the memory statistics; an output that is a view of an
+input becomes a view of that neuron tensor.
 """
 
 from __future__ import annotations
@@ -48,25 +49,29 @@ class InductorPiece:
         if device.type != "cpu":
             dev.drain(device)
         view = dev.host_views(device)
-        hosts = []
+        hosts, direct = [], {}
         for t, stride in zip(ins, self._strides):
             h = view(t)
             if h.stride() != stride and h.numel() > 1:  # inductor's code assumes the traced strides
                 h = torch.empty_strided(h.shape, stride, dtype=h.dtype).copy_(h)
+            elif h.numel():
+                direct[h.untyped_storage().data_ptr()] = t  # an output viewing this memory views t
             hosts.append(h)
-        outs = self._fn(list(hosts))
-        adopt = dev.adopter(device)
-        by_storage = {h.untyped_storage().data_ptr(): t for h, t in zip(hosts, ins) if h.numel()}
+        if device.type == "cpu":
+            return tuple(self._fn(list(hosts)))
+        index = device.index or 0
+        with dev.outputs_on_device(index):  # inductor's buffers come from the device's caching allocator
+            outs = self._fn(list(hosts))
         results: list[Any] = []
         for o in outs:
             if not isinstance(o, torch.Tensor):
                 results.append(o)
                 continue
-            base = by_storage.get(o.untyped_storage().data_ptr()) if o.numel() else None
-            if base is not None and device.type != "cpu":  # a view of an input: a view of the neuron tensor
+            base = direct.get(o.untyped_storage().data_ptr()) if o.numel() else None
+            if base is not None:  # a view of an input: a view of the neuron tensor
                 results.append(base.as_strided(o.shape, o.stride(), o.storage_offset()))
             else:
-                results.append(adopt(o))
+                results.append(dev.from_host_result(o, index))
         for i, dtype in self._out_casts:
             results[i] = results[i].to(dtype)
         return tuple(results)

@@ -72,3 +72,13 @@ def drain(device: torch.device) -> None:
     c = _c()
     if c is not None:
         c._drain_current_stream(device.index if device.index is not None else 0)
+
+
+def outputs_on_device(index: int):
+    """Context manager: the calling thread's CPU allocations come from neuron device ``index`` (as inside a
+    host kernel); results made there are handed over with ``from_host_result``."""
+    return _c()._OutputsOnDevice(index)
+
+
+def from_host_result(t: torch.Tensor, index: int) -> torch.Tensor:
+    return _c()._from_host_result(t, index)
