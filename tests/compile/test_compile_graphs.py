@@ -175,3 +175,24 @@ def test_grouped_query_attention_compiles_forward_and_backward(causal):
     assert torch.neuron.get_dynamo_metrics()["eager_pieces"] == 0
     for c, d in zip(cpu, dev):
         assert_same(d.grad, c.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_autocast_bfloat16_and_checkpointing_under_compile():
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).to("neuron")
+    x = torch.randn(4, 16, device="neuron")
+    results = []
+    for compiled in (False, True):
+        fn = torch.compile(model, backend="neuron") if compiled else model
+        model.zero_grad()
+        with torch.autocast("neuron", dtype=torch.bfloat16):
+            out = checkpoint(fn, x, use_reentrant=False)
+        assert out.dtype == torch.bfloat16
+        out.float().square().mean().backward()
+        results.append((out.float(), [p.grad.clone() for p in model.parameters()]))
+    (e_out, e_grads), (c_out, c_grads) = results
+    assert_same(c_out, e_out, rtol=2e-2, atol=2e-2)  # bfloat16 rounding of a different summation order
+    for a, b in zip(e_grads, c_grads):
+        assert_same(b, a, rtol=2e-2, atol=2e-2)
