@@ -5,6 +5,10 @@ For an MLP, a CNN with BatchNorm and a transformer block (8 x 128 x 256, SDPA):
   eager on neuron, eager on CPU and inductor on CPU. The neuron variants are timed in alternation (their
   ratios are medians of per-repeat ratios), the CPU ones likewise in a second group (ratios across groups
   are ratios of medians); lower is better. Targets: compiled training step <= 1.2x eager neuron.
+- train_step_alone: the training step of each model and variant (eager, XLA:CPU, inductor executor) in its
+  own fresh process, the way a user's program runs; interleaving variants in one process distorts them (XLA's
+  thread pool and OpenMP's spinning threads slow each other: eager steps measured 40 % slower alternated
+  step by step with compiled ones).
 - cold and warm time to the first training step in a fresh process (empty compile cache, then the same cache
   again): Dynamo + AOTAutograd + lowering + compile, then Dynamo + AOTAutograd + cache hits. Target: warm
   >= 5x faster than cold.
@@ -150,6 +154,51 @@ print(json.dumps({{"import_s": t1 - t0, "first_step_s": time.perf_counter() - t1
 """
 
 
+ALONE = """
+import json, statistics, sys, time
+sys.path.insert(0, {here!r})
+import torch
+from compile import models
+make_model, make_x = models()[{name!r}]
+torch.manual_seed(0)
+model = make_model().to("neuron")
+x = make_x().to("neuron")
+fn = model if {variant!r} == "eager" else torch.compile(model, backend="neuron")
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+def step():
+    opt.zero_grad(set_to_none=True)
+    fn(x).square().mean().backward()
+    opt.step()
+for _ in range(3):
+    step()
+samples = []
+for _ in range(7):
+    torch.neuron.synchronize()
+    t = time.perf_counter()
+    for _ in range(5):
+        step()
+    torch.neuron.synchronize()
+    samples.append((time.perf_counter() - t) / 5)
+print(json.dumps(statistics.median(samples)))
+"""
+
+
+def train_steps_alone() -> dict:
+    """Each (model, variant) training step in its own fresh process, as a user's program runs it: no other
+    variant's thread pools or caches around. Ratios are compiled / eager neuron medians."""
+    out = {}
+    for name in models():
+        ms = {}
+        for variant, executor in (("eager", "xla"), ("xla", "xla"), ("inductor_executor", "inductor")):
+            res = subprocess.run([sys.executable, "-c", ALONE.format(here=HERE, name=name, variant=variant)],
+                                 capture_output=True, text=True, check=True,
+                                 env={**os.environ, "TORCHNEURON_SIM_EXECUTOR": executor})
+            ms[variant] = round(json.loads(res.stdout.strip().splitlines()[-1]) * 1e3, 3)
+        out[name] = {"ms": ms, "xla_vs_eager_neuron": round(ms["xla"] / ms["eager"], 3),
+                     "inductor_executor_vs_eager_neuron": round(ms["inductor_executor"] / ms["eager"], 3)}
+    return out
+
+
 def first_steps() -> dict:
     with tempfile.TemporaryDirectory() as cache:
         runs = []
@@ -169,6 +218,7 @@ def main() -> None:
     for name in models():
         result["forward"][name] = measure(name, train=False)
         result["train_step"][name] = measure(name, train=True)
+    result["train_step_alone"] = train_steps_alone()
     result["first_step_transformer"] = first_steps()
     result["metrics"] = torch.neuron.get_dynamo_metrics()
     result["seconds"] = round(time.perf_counter() - t0, 1)
