@@ -27,7 +27,7 @@ def test_training_step_matches_eager_and_outputs_are_device_memory(monkeypatch, 
     assert torch.neuron.memory_allocated() - before >= c_out.numel() * c_out.element_size()
     c_out.square().mean().backward()
     assert_same(c_out, e_out)
-    for (name, a), b in zip(eager.named_parameters(), compiled.parameters()):
+    for a, b in zip(eager.parameters(), compiled.parameters()):
         assert_same(b.grad, a.grad, rtol=1e-4, atol=1e-5)
     for a, b in zip(eager.buffers(), compiled.buffers()):  # BatchNorm running stats written in place
         assert_same(b, a)

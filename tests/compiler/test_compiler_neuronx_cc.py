@@ -4,7 +4,7 @@ that checks the documented command line (torchneuron-anchor §1.3, §4.4), recor
 import pytest
 import torch
 
-from torchneuron.compiler import driver, neuronx_cc
+from torchneuron.compiler import driver
 from torchneuron.compiler.cache import CompileCache
 from torchneuron.lowering.api import lower
 

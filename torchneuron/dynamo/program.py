@@ -141,7 +141,7 @@ class Program:
         metrics.add("lowered_pieces", self.n_lowered)
         metrics.add("eager_pieces", self.n_eager)
         missing = {r.op: r for r in reasons.values() if not r.random}  # one line per op, first site
-        for node, r in reasons.items():
+        for r in reasons.values():
             if not r.random:
                 metrics.fallback(r.op)
         if missing:
