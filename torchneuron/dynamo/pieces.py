@@ -38,6 +38,7 @@ class LoweredPiece:
         self.executable = executable
         self.record = record
         self._constants: dict[torch.device, list[torch.Tensor]] = {}
+        self._io: dict[torch.device, tuple] = {}  # (host view, adopt) functions per device, made once
         self._in_casts = in_casts
         self._out_casts = [(i, out_meta[i].dtype) for i in out_casts]
         self._mutated = record.mutated
@@ -64,7 +65,10 @@ class LoweredPiece:
             consts = self._constants[device] = [c.to(device) for c in self.record.constants]
         if device.type != "cpu":
             dev.drain(device)
-        view = dev.host_views(device)
+        io = self._io.get(device)
+        if io is None:
+            io = self._io[device] = (dev.host_views(device), dev.adopter(device))
+        view, adopt = io
         hosts = [view(t) for t in ins]
         hosts += [view(c) for c in consts]
         hosts = [h if h.is_contiguous() else h.contiguous() for h in hosts]
@@ -72,7 +76,6 @@ class LoweredPiece:
         n = len(outs) - len(self._mutated)
         for idx, out in zip(self._mutated, outs[n:]):
             view(originals[idx]).copy_(out)
-        adopt = dev.adopter(device)
         results = [adopt(o) for o in outs[:n]]
         spec, slots = self._layout
         flat = [results[s] if isinstance(s, int) else s[1] for s in slots]

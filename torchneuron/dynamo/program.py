@@ -110,6 +110,9 @@ class Program:
         self._n_slots = len(slot)
         self._n_inputs = len(placeholders)
         self._outputs = fx.node.map_aggregate(out_node.args[0], lambda n: _Slot(slot[n]) if isinstance(n, fx.Node) else n)
+        # AOTAutograd's graphs return a flat tuple of values: then the result is one list comprehension
+        flat = isinstance(self._outputs, (tuple, list)) and all(isinstance(o, _Slot) for o in self._outputs)
+        self._flat_outputs = [o.index for o in self._outputs] if flat else None
         self.n_lowered = sum(1 for s in steps if s[0].kind == "lowered")
         self.n_eager = len(steps) - self.n_lowered
 
@@ -124,6 +127,8 @@ class Program:
                 env[s] = v
             for s in frees:
                 env[s] = None
+        if self._flat_outputs is not None:
+            return [env[i] for i in self._flat_outputs]
         return list(fx.node.map_aggregate(self._outputs, lambda o: env[o.index] if isinstance(o, _Slot) else o))
 
     # -- reporting ------------------------------------------------------------------------------------------
