@@ -60,7 +60,7 @@ def test_new_shape_recompiles_and_is_counted():
         x = torch.randn(n, 4, device="neuron")
         assert_same(f(x), (x.exp() + 1).sum(-1))
     m = torch.neuron.get_dynamo_metrics()
-    assert m["graphs_compiled"] == 2  # the third call reuses the first program
+    assert m["graphs_compiled"] == 2 and m["recompiles"] == 1  # the third call reuses the first program
 
 
 def test_dynamic_true_warns_and_compiles_one_static_program_per_shape(monkeypatch):

@@ -26,9 +26,11 @@ def neuron_backend(gm: fx.GraphModule, example_inputs: list, **kwargs: Any):
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-    from . import device_interface
+    from . import device_interface, metrics
 
     device_interface.register()
+    if metrics.graph_seen(gm.code):
+        metrics.add("recompiles")
     backend = aot_autograd(
         fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
         inference_compiler=_compiler("inference"), decompositions=aot_decompositions.table(),
