@@ -12,7 +12,8 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 def test_info_reports_runtime_target_devices_and_versions():
     out = _run("info")
     assert out.returncode == 0, out.stderr
-    for text in ("runtime      : sim", "target       : trn2", "devices      : 4", "neuron:3", "torch_mlir"):
+    for text in ("runtime      : sim", "target       : trn2", "devices      : 4", "neuron:3", "torch_mlir",
+                 'torch.compile: backend="neuron" (torchneuron.dynamo.backend:neuron_backend)'):
         assert text in out.stdout
 
 

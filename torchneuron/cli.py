@@ -33,7 +33,21 @@ def info() -> int:
         except Exception:
             versions.append(f"{mod} (not installed)")
     print("versions     : " + ", ".join(versions))
+    print(f"torch.compile: {_compile_backend(rt['runtime'], _env.get(_env.SIM_EXECUTOR))}")
     return 0
+
+
+def _compile_backend(runtime: str, executor: str) -> str:
+    """How torch.compile finds the neuron backend (read from the entry points: importing Dynamo takes seconds)."""
+    from importlib.metadata import entry_points
+
+    eps = [ep for ep in entry_points(group="torch_dynamo_backends") if ep.name == "neuron"]
+    if not eps:
+        return 'backend "neuron" not registered (reinstall torchneuron: pip install -e .)'
+    if runtime != "sim":
+        return f'backend="neuron" ({eps[0].value}), graphs compile to NEFFs (neuronx-cc -O2)'
+    return (f'backend="neuron" ({eps[0].value}), graphs run on the simulator with the {executor} executor '
+            "(TORCHNEURON_SIM_EXECUTOR)")
 
 
 def main(argv: list[str] | None = None) -> int:
