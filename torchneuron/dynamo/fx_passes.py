@@ -56,3 +56,20 @@ def emulate_fp64(gm: fx.GraphModule) -> tuple[list[int], list[int]]:
 
 def emulated(dtype: torch.dtype) -> torch.dtype:
     return _EMULATED.get(dtype, dtype)
+
+
+def cast_inputs(ins: list, in_casts: list[int]) -> list:
+    """The inputs ``emulate_fp64`` named, cast down (the others as they are)."""
+    if not in_casts:
+        return ins
+    ins = list(ins)
+    for i in in_casts:
+        ins[i] = ins[i].to(emulated(ins[i].dtype))
+    return ins
+
+
+def cast_outputs(outs: list, out_casts: list[tuple[int, torch.dtype]]) -> list:
+    """The outputs ``emulate_fp64`` named, cast back up to their traced dtype."""
+    for i, dtype in out_casts:
+        outs[i] = outs[i].to(dtype)
+    return outs

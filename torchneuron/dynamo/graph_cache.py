@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,15 +47,8 @@ def key(gm: fx.GraphModule, examples: list[torch.Tensor], settings: str) -> str:
 
 
 def _tensor_attributes(gm: fx.GraphModule) -> list[tuple[str, torch.Tensor]]:
-    out = []
-    for node in gm.graph.nodes:
-        if node.op == "get_attr":
-            value = gm
-            for part in str(node.target).split("."):
-                value = getattr(value, part)
-            if isinstance(value, torch.Tensor):
-                out.append((str(node.target), value))
-    return out
+    values = [(str(n.target), operator.attrgetter(str(n.target))(gm)) for n in gm.graph.nodes if n.op == "get_attr"]
+    return [(name, v) for name, v in values if isinstance(v, torch.Tensor)]
 
 
 def encode(rec: Record) -> bytes | None:

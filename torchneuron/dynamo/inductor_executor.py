@@ -20,13 +20,15 @@ import torch
 import torch.fx as fx
 
 from ..lowering import device as dev
+from . import fx_passes
+from .pieces import piece_device
 
 
 class InductorPiece:
     kind = "lowered"
 
     def __init__(self, sub: fx.GraphModule, examples: list[torch.Tensor], in_casts: list[int],
-                 out_casts: list[tuple[int, torch.dtype]], stablehlo_chars: int):
+                 out_casts: list[tuple[int, torch.dtype]]):
         from torch._inductor.compile_fx import compile_fx_inner
         from torch._inductor.decomposition import select_decomp_table
         from torch.fx.experimental.proxy_tensor import make_fx
@@ -38,14 +40,10 @@ class InductorPiece:
         self._strides = [tuple(e.stride()) for e in examples]
         self._in_casts = in_casts
         self._out_casts = out_casts
-        self.stablehlo_chars = stablehlo_chars
 
     def __call__(self, ins: list[torch.Tensor]) -> tuple:
-        device = ins[0].device if ins else torch.device("neuron", torch.neuron.current_device())
-        if self._in_casts:
-            ins = list(ins)
-            for i in self._in_casts:
-                ins[i] = ins[i].to(torch.float32 if ins[i].dtype == torch.float64 else torch.complex64)
+        device = piece_device(ins)
+        ins = fx_passes.cast_inputs(ins, self._in_casts)
         if device.type != "cpu":
             dev.drain(device)
         view = dev.host_views(device)
@@ -72,6 +70,4 @@ class InductorPiece:
                 results.append(base.as_strided(o.shape, o.stride(), o.storage_offset()))
             else:
                 results.append(dev.from_host_result(o, index))
-        for i, dtype in self._out_casts:
-            results[i] = results[i].to(dtype)
-        return tuple(results)
+        return tuple(fx_passes.cast_outputs(results, self._out_casts))

@@ -12,10 +12,10 @@ from typing import Any
 
 import torch
 import torch.fx as fx
-import torch.utils._pytree as pytree
 
 from .. import _env
 from ..lowering import device as dev
+from ..lowering.passes import OutputLayout
 from . import debug, fx_passes, graph_cache, metrics
 
 
@@ -33,16 +33,13 @@ class EagerPiece:
 class LoweredPiece:
     kind = "lowered"
 
-    def __init__(self, executable: Any, record: graph_cache.Record, in_casts: list[int], out_casts: list[int],
-                 out_meta: list[Any], stablehlo_chars: int, restride: frozenset[int] = frozenset()):
+    def __init__(self, executable: Any, record: graph_cache.Record, in_casts: list[int],
+                 out_casts: list[tuple[int, torch.dtype]], out_meta: list[Any], restride: frozenset[int] = frozenset()):
         self.executable = executable
         self.record = record
         self._constants: dict[torch.device, list[torch.Tensor]] = {}
-        self._io: dict[torch.device, tuple] = {}  # (host view, adopt) functions per device, made once
         self._in_casts = in_casts
-        self._out_casts = [(i, out_meta[i].dtype) for i in out_casts]
-        self._mutated = record.mutated
-        self._n_user = len(record.out_slots)
+        self._out_casts = out_casts
         # XLA returns dense row-major buffers. An output an eager piece reads is given its traced strides (a
         # transposed view, a channels-last result): eager ops such as view() may rely on them. Everything
         # else stays dense: lowered pieces are value-semantic, and a copy per call would cost more than it buys.
@@ -50,42 +47,24 @@ class LoweredPiece:
                           for i, m in enumerate(out_meta)
                           if i in restride and isinstance(m, torch.Tensor) and m.numel() > 1
                           and not m.is_contiguous() and torch._prims_common.is_non_overlapping_and_dense_or_false(m)]
-        self._layout = (record.out_spec, record.out_slots)
-        self.stablehlo_chars = stablehlo_chars
+        self._layout = OutputLayout(record.out_spec, record.out_slots)
 
     def __call__(self, ins: list[torch.Tensor]) -> tuple:
-        device = ins[0].device if ins else torch.device("neuron", torch.neuron.current_device())
-        originals = ins
-        if self._in_casts:
-            ins = list(ins)
-            for i in self._in_casts:
-                ins[i] = ins[i].to(fx_passes.emulated(ins[i].dtype))
+        device = piece_device(ins)
         consts = self._constants.get(device)
         if consts is None:
             consts = self._constants[device] = [c.to(device) for c in self.record.constants]
-        if device.type != "cpu":
-            dev.drain(device)
-        io = self._io.get(device)
-        if io is None:
-            io = self._io[device] = (dev.host_views(device), dev.adopter(device))
-        view, adopt = io
-        hosts = [view(t) for t in ins]
-        hosts += [view(c) for c in consts]
-        hosts = [h if h.is_contiguous() else h.contiguous() for h in hosts]
-        outs = self.executable.run(hosts)
-        n = len(outs) - len(self._mutated)
-        for idx, out in zip(self._mutated, outs[n:]):
-            view(originals[idx]).copy_(out)
-        results = [adopt(o) for o in outs[:n]]
-        spec, slots = self._layout
-        flat = [results[s] if isinstance(s, int) else s[1] for s in slots]
-        out = list(pytree.tree_unflatten(flat, spec))
-        for i, dtype in self._out_casts:
-            out[i] = out[i].to(dtype)
+        flat = fx_passes.cast_inputs(ins, self._in_casts) + consts
+        results = dev.execute(self.executable, flat, device, self.record.mutated, write_back=ins)
+        out = fx_passes.cast_outputs(list(self._layout.rebuild(results)), self._out_casts)
         for i, shape, stride in self._restride:
             t = torch.empty_strided(shape, stride, dtype=out[i].dtype, device=out[i].device)
             out[i] = t.copy_(out[i])
         return tuple(out)
+
+
+def piece_device(ins: list[torch.Tensor]) -> torch.device:
+    return ins[0].device if ins else torch.device("neuron", torch.neuron.current_device())
 
 
 def _example(v: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -104,7 +83,8 @@ def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, s
     out_node = next(n for n in reversed(sub.graph.nodes) if n.op == "output")
     out_meta = [n.meta.get("val") for n in out_node.args[0]]
     emulate = _env.get(_env.FP64).strip().lower() != "native"
-    in_casts, out_casts = fx_passes.emulate_fp64(sub) if emulate else ([], [])
+    in_casts, out_idx = fx_passes.emulate_fp64(sub) if emulate else ([], [])
+    out_casts = [(i, out_meta[i].dtype) for i in out_idx]
     fx_passes.devices_to_cpu(sub)
     examples = []
     for i, ph in enumerate(placeholders):
@@ -126,9 +106,8 @@ def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, s
     if compile_target == "sim" and _env.get(_env.SIM_EXECUTOR).strip().lower() == "inductor":
         from .inductor_executor import InductorPiece
 
-        return InductorPiece(sub, examples, in_casts, [(i, out_meta[i].dtype) for i in out_casts],
-                             len(record.stablehlo))
+        return InductorPiece(sub, examples, in_casts, out_casts)
     exe = driver.compile(record.stablehlo, target=compile_target, kind="graph")
     debug.dump_executable(dump, exe)
-    return LoweredPiece(exe, record, in_casts, out_casts, out_meta, len(record.stablehlo), restride)
+    return LoweredPiece(exe, record, in_casts, out_casts, out_meta, restride)
 

@@ -9,6 +9,7 @@ last use (training graphs hold activations; they must not outlive their readers)
 from __future__ import annotations
 
 import functools
+import operator
 import warnings
 from typing import Any
 
@@ -81,7 +82,7 @@ class Program:
         for n in gm.graph.nodes:
             if n.op == "get_attr":
                 slot[n] = len(slot)
-                constants.append((slot[n], _attribute(gm, str(n.target))))
+                constants.append((slot[n], operator.attrgetter(str(n.target))(gm)))
         for spec in specs:
             for n in spec.outputs:
                 slot[n] = len(slot)
@@ -157,13 +158,6 @@ class Program:
                 f"({self.n_lowered} compiled, {self.n_eager} run eagerly on the device) because these ops have no "
                 f"StableHLO lowering: {listed}. On a Trn host they would run on the CPU between compiled pieces. "
                 f"{_env.COMPILE_FALLBACK}=error makes this an error.", CompileFallbackWarning, stacklevel=2)
-
-
-def _attribute(gm: fx.GraphModule, target: str):
-    value = gm
-    for part in target.split("."):
-        value = getattr(value, part)
-    return value
 
 
 def _short(why: str, limit: int = 160) -> str:

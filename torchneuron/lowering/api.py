@@ -172,16 +172,7 @@ class Compiled:
         if any(type(t).__name__ in ("FakeTensor", "FunctionalTensor") for t in flat):
             raise TypeError(f"{lw.name}: cannot run a lowered program on fake/functional tensors (they have no "
                             "data); call it with real tensors")
-        view = dev.host_views(device)
-        hosts = [view(t) for t in flat]
-        hosts = [h if h.is_contiguous() else h.contiguous() for h in hosts]
-        outs = self.executable.run(hosts)
-        n_user = len(outs) - len(lw._mutated)
-        for idx, out in zip(lw._mutated, outs[n_user:]):
-            hosts_target = view(flat[idx])
-            hosts_target.copy_(out)
-        adopt = dev.adopter(device)
-        return lw._layout.rebuild([adopt(o) for o in outs[:n_user]])
+        return lw._layout.rebuild(dev.execute(self.executable, flat, device, lw._mutated))
 
 
 def load_lowered(directory: str | Path) -> Lowered:

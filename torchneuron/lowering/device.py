@@ -66,6 +66,25 @@ def adopter(device: torch.device):
     return lambda t: adopt_(t, index)
 
 
+def execute(executable, flat: list[torch.Tensor], device: torch.device, mutated: list[int],
+            write_back: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
+    """Run a compiled program on ``flat`` (device tensors) in place: host views in (made contiguous where they
+    are not), trailing mutation results written back into ``write_back[i]`` (default ``flat``) for each index
+    in ``mutated``, the other results adopted as tensors of ``device`` without copies."""
+    if device.type != "cpu":
+        drain(device)
+    view = host_views(device)
+    hosts = [view(t) for t in flat]
+    hosts = [h if h.is_contiguous() else h.contiguous() for h in hosts]
+    outs = executable.run(hosts)
+    n = len(outs) - len(mutated)
+    targets = flat if write_back is None else write_back
+    for idx, out in zip(mutated, outs[n:]):
+        view(targets[idx]).copy_(out)
+    adopt = adopter(device)
+    return [adopt(o) for o in outs[:n]]
+
+
 def drain(device: torch.device) -> None:
     """Wait for earlier work queued on the device's current stream (async copies) before reading its memory
     on the host."""

@@ -8,7 +8,6 @@
 #include <ATen/SDPBackend.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
-#include "aten/native/HostAlias.h"
 
 namespace torchneuron {
 
