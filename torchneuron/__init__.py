@@ -47,13 +47,14 @@ backward_on_caller = _backward_thread.backward_on_caller
 
 __version__ = "0.1.0"
 __all__ = ["executed_ops", "reset_executed_ops", "backward_on_caller", "lower", "load_lowered", "fallback_ops",
-           "compile_options", "__version__"]
+           "compile_options", "estimate", "__version__"]
 
 _LAZY = {
     "lower": ("torchneuron.lowering.api", "lower"),
     "load_lowered": ("torchneuron.lowering.api", "load_lowered"),
     "fallback_ops": ("torchneuron.lowering.coverage", "fallback_ops"),
     "compile_options": ("torchneuron.dynamo.options", "compile_options"),
+    "estimate": ("torchneuron.estimator", "estimate"),
 }
 
 

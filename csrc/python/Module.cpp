@@ -12,6 +12,7 @@
 #include "device/Generator.h"
 #include "device/PinnedAllocator.h"
 #include "device/Streams.h"
+#include "python/ProfilerBindings.h"
 #include "python/PythonHooks.h"
 #include "runtime/NrtLoader.h"
 #include "runtime/Runtime.h"
@@ -176,6 +177,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_from_host_result", [](const at::Tensor& t, int device) {
     return fromHostResult(t, static_cast<c10::DeviceIndex>(device));
   });
+  python::bindProfiler(m);
   m.def("_host_view", &hostAlias, "CPU tensor aliasing a neuron tensor's memory (sim runtime only)");
   m.def("_adopt_host_tensor", [](const at::Tensor& cpu, int index) {
     return adoptHostTensor(cpu, static_cast<c10::DeviceIndex>(index));
