@@ -2,6 +2,8 @@
 
 #include <c10/util/ApproximateClock.h>
 
+#include "device/Streams.h"
+
 #include <iterator>
 #include <mutex>
 
@@ -55,9 +57,8 @@ std::string withoutOverload(const std::string& op_name) {
   return dot == std::string::npos ? op_name : op_name.substr(0, dot);
 }
 
-void record(DeviceActivity&& activity) {
+void append(DeviceActivity&& activity) {
   if (!recording()) return;
-  if (!t_launchers.empty()) activity.correlation = t_launchers.back().id;
   Store& s = store();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.records.size() >= kMaxRecords) {
@@ -65,6 +66,30 @@ void record(DeviceActivity&& activity) {
     return;
   }
   s.records.push_back(std::move(activity));
+}
+
+void record(DeviceActivity&& activity) {
+  if (!t_launchers.empty()) activity.correlation = t_launchers.back().id;
+  append(std::move(activity));
+}
+
+std::function<void()> timedCopy(std::function<void()> keep, const char* name, const at::Tensor& on_device,
+                                size_t nbytes) {
+  auto r = std::make_shared<DeviceActivity>();
+  r->kind = ActivityKind::Copy;
+  r->name = name;
+  r->device = on_device.device().index();
+  r->stream = static_cast<int>(currentStream(on_device.device().index()).id());
+  // The copy may complete on the stream's worker thread: the launcher is the op running here, now.
+  if (!t_launchers.empty()) r->correlation = t_launchers.back().id;
+  const c10::ScalarType bytes = c10::ScalarType::Byte;
+  r->tensors.push_back(TensorRecord{{static_cast<int64_t>(nbytes)}, bytes, false});
+  r->tensors.push_back(TensorRecord{{static_cast<int64_t>(nbytes)}, bytes, true});
+  r->start_ns = nowNs();
+  return [r, keep = std::move(keep)] {
+    r->end_ns = nowNs();
+    append(std::move(*r));
+  };
 }
 
 void OpActivity::open(const std::string& name, c10::DeviceIndex device, int stream) {

@@ -61,6 +61,18 @@ std::string withoutOverload(const std::string& op_name);
 // the calling thread, so call it on the thread that launched the work.
 void record(DeviceActivity&& activity);
 
+std::function<void()> timedCopy(std::function<void()> keep, const char* name, const at::Tensor& on_device,
+                                size_t nbytes);
+
+// The on_done callback of a runtime copy: keeps `keep` (the tensors) alive until the copy has run and,
+// while a profiler records, makes the copy a device event (timed from submission to completion, so a copy
+// queued behind earlier work on its stream includes the wait), linked to the op that issued it.
+// `on_device` is the copy's neuron tensor: its device and current stream are the event's row.
+template <class Keep>
+std::function<void()> copyDone(Keep keep, const char* name, const at::Tensor& on_device, size_t nbytes) {
+  if (C10_LIKELY(!recording())) return [keep = std::move(keep)] {};
+  return timedCopy(std::function<void()>([keep = std::move(keep)] {}), name, on_device, nbytes);
+}
 // The device event of one host kernel: opened (and timed) only while recording; a kernel that throws leaves
 // no event.
 class OpActivity {

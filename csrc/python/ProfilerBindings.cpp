@@ -38,7 +38,7 @@ py::list tensorsOf(const DeviceActivity& r) {
   return out;
 }
 
-// Eager ops carry their tensors, not an estimate: torchneuron.profiler._annotate estimates them (lazily
+// Eager ops and copies carry their tensors, not an estimate: torchneuron.profiler._annotate estimates them (lazily
 // imported: nothing Python runs unless a session recorded neuron activity).
 void annotateInPython(std::vector<DeviceActivity>& records) {
   py::gil_scoped_acquire gil;
@@ -46,7 +46,7 @@ void annotateInPython(std::vector<DeviceActivity>& records) {
   py::list batch;
   for (size_t i = 0; i < records.size(); ++i) {
     const DeviceActivity& r = records[i];
-    if (r.estimated_ns >= 0 || r.kind != ActivityKind::Op) continue;
+    if (r.estimated_ns >= 0 || (r.kind != ActivityKind::Op && r.kind != ActivityKind::Copy)) continue;
     todo.push_back(i);
     batch.append(py::make_tuple(r.name, tensorsOf(r), r.out_bytes));
   }
@@ -58,7 +58,7 @@ void annotateInPython(std::vector<DeviceActivity>& records) {
       if (k >= todo.size()) break;
       DeviceActivity& r = records[todo[k++]];
       auto pair = item.cast<py::tuple>();
-      r.estimated_ns = pair[0].cast<double>();
+      r.estimated_ns = pair[0].is_none() ? -1.0 : pair[0].cast<double>();
       for (auto kv : pair[1].cast<py::dict>()) {
         r.metadata.emplace_back(kv.first.cast<std::string>(), kv.second.cast<std::string>());
       }

@@ -131,3 +131,19 @@ def test_legacy_marker_fallback_reports_device_time():
         (a @ a).relu()
     rows = {e.key: e for e in prof.key_averages()}
     assert rows["aten::mm"].device_time_total > 0
+
+
+def test_copies_are_memcpy_events_of_the_copy_op():
+    host = torch.randn(128, 128).pin_memory()
+    with profile(activities=ACTIVITIES) as prof:
+        d = host.to("neuron", non_blocking=True)
+        peer = d.to("neuron:1")
+        back = peer.cpu()
+    copies = [a for a in device_activities() if a.kind == "copy"]
+    assert [(a.name.split()[1], a.device) for a in copies] == [("HtoD", 0), ("DtoD", 1), ("DtoH", 1)]
+    assert all(a.correlation > 0 and a.end_ns >= a.start_ns for a in copies)
+    assert copies[0].estimated_ns is None  # the host link is not in the target's numbers
+    assert copies[1].estimated_ns > 0 and copies[1].metadata["est_bytes"] == 2 * 128 * 128 * 4
+    rows = {(e.key, e.device_type): e for e in prof.key_averages()}
+    assert rows[("aten::_copy_from", DeviceType.CPU)].device_time_total > 0
+    torch.testing.assert_close(back, host)

@@ -43,11 +43,21 @@ def _estimate(name: str, key: tuple, out_bytes: int, target: str) -> tuple[float
     return est.time_ns, meta
 
 
-def annotate(batch: list[Record]) -> list[tuple[float, dict[str, str]]]:
-    """(estimated ns, trace metadata as JSON values) for each recorded op, on the configured target."""
+_COPY_PREFIX = "Memcpy "
+
+
+def annotate(batch: list[Record]) -> list[tuple[float | None, dict[str, str]]]:
+    """(estimated ns, trace metadata as JSON values) for each recorded op or copy, on the configured target.
+    A copy within device memory is a DMA; one over the host link is not estimated (its bandwidth is not in
+    the target's numbers)."""
     target = machine().target
-    out = []
+    out: list[tuple[float | None, dict[str, str]]] = []
     for name, tensors, out_bytes in batch:
+        if name.startswith(_COPY_PREFIX):
+            if "DtoD" not in name:
+                out.append((None, {"target": json.dumps(target)}))
+                continue
+            name = "aten::copy_.out"
         key = tuple((tuple(s), d, bool(w)) for s, d, w in tensors)
         ns, meta = _estimate(name, key, int(out_bytes), target)
         out.append((ns, dict(meta)))
