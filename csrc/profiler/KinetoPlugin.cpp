@@ -36,6 +36,11 @@ std::string deviceName(int device) { return "neuron:" + std::to_string(device); 
 
 class NeuronProfilerSession final : public libkineto::IActivityProfilerSession {
  public:
+  // A session dropped while recording (a profiler torn down mid-trace) must not leave the host path recording.
+  ~NeuronProfilerSession() override {
+    if (status_ == libkineto::TraceStatus::RECORDING) stopRecording();
+  }
+
   void start() override {
     startRecording();
     status_ = libkineto::TraceStatus::RECORDING;

@@ -25,6 +25,14 @@ ActivityKind kindNamed(const std::string& kind) {
               "'; use 'op', 'graph', 'kernel' or 'copy'");
 }
 
+bool finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
 py::object dtypeObject(c10::ScalarType t) {
   return py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(torch::getTHPDtype(t)));
 }
@@ -41,6 +49,7 @@ py::list tensorsOf(const DeviceActivity& r) {
 // Eager ops and copies carry their tensors, not an estimate: torchneuron.profiler._annotate estimates them (lazily
 // imported: nothing Python runs unless a session recorded neuron activity).
 void annotateInPython(std::vector<DeviceActivity>& records) {
+  if (!Py_IsInitialized() || finalizing()) return;  // a session ending at interpreter exit: no estimates
   py::gil_scoped_acquire gil;
   std::vector<size_t> todo;
   py::list batch;

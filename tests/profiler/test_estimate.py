@@ -123,6 +123,23 @@ def test_table_is_readable():
     assert any(line.startswith("eager    :") for line in lines) and any(line.startswith("roofline :") for line in lines)
 
 
+def test_a_hugging_face_model_with_a_kv_cache_output():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(n_layer=2, n_head=4, n_embd=128, vocab_size=1000, n_positions=128, bos_token_id=0,
+                        eos_token_id=0)
+    model = GPT2LMHeadModel(config).eval()
+    est = estimate(model, torch.randint(0, 1000, (2, 64)))
+    names = {op.name for op in est.ops}
+    assert {"aten::addmm", "aten::native_layer_norm", "aten::embedding"} <= names
+    assert any("attention" in n for n in names)
+    assert est.roofline_us <= est.compiled_us < est.eager_us
+    # the logits and the KV cache are outputs: written once
+    logits = 2 * 64 * 1000 * 4
+    cache = 2 * 2 * (2 * 4 * 64 * 32) * 4
+    assert est.compiled.hbm_bytes >= logits + cache
+
+
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="mode must be 'eager' or 'compiled'"):
         estimate(torch.relu, torch.randn(2), mode="fast")

@@ -25,16 +25,28 @@ def trace(fn: Any, args: tuple, kwargs: dict) -> fx.GraphModule:
         state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
 
         def call(state, args, kwargs):
-            return torch.func.functional_call(module, state, args, kwargs)
+            return output_tensors(torch.func.functional_call(module, state, args, kwargs))
 
         return make_fx(call, tracing_mode="fake")(state, args, kwargs)
     if not callable(fn):
         raise TypeError(f"torchneuron.estimate: expected a function or an nn.Module, got {type(fn).__name__}")
 
     def call_fn(args, kwargs):
-        return fn(*args, **kwargs)
+        return output_tensors(fn(*args, **kwargs))
 
     return make_fx(call_fn, tracing_mode="fake")(args, kwargs)
+
+
+def output_tensors(value: Any, depth: int = 0) -> list[torch.Tensor]:
+    """The tensors a call returns, wherever they sit: in pytrees, or in objects such as a KV cache
+    (a graph can only return tensors)."""
+    out: list[torch.Tensor] = []
+    for leaf in pytree.tree_leaves(value):
+        if isinstance(leaf, torch.Tensor):
+            out.append(leaf)
+        elif depth < 3 and hasattr(leaf, "__dict__") and not isinstance(leaf, type):
+            out.extend(output_tensors(list(vars(leaf).values()), depth + 1))
+    return out
 
 
 @dataclass

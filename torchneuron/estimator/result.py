@@ -85,14 +85,14 @@ class Estimate:
     def table(self, limit: int = 25) -> str:
         rows = self.by_op()
         total = sum(r["time_ns"] for r in rows) or 1.0
-        head = f"{'op':<44} {'calls':>6} {'FLOPs':>11} {'bytes':>11} {'eager us':>10} {'share':>6}  bound"
+        head = f"{'op':<52} {'calls':>6} {'FLOPs':>11} {'bytes':>11} {'eager us':>10} {'share':>6}  bound"
         lines = [f"torchneuron.estimate — target {self.target}, one neuron device", head, "-" * len(head)]
         for r in rows[:limit]:
-            lines.append(f"{r['name'][:44]:<44} {r['calls']:>6} {human(r['flops']):>11} {human(r['bytes'], 'B'):>11} "
+            lines.append(f"{r['name'][:52]:<52} {r['calls']:>6} {human(r['flops']):>11} {human(r['bytes'], 'B'):>11} "
                          f"{r['time_ns'] / 1e3:>10.2f} {100 * r['time_ns'] / total:>5.1f}%  {r['bound']}")
         if len(rows) > limit:
             rest = rows[limit:]
-            lines.append(f"{'... ' + str(len(rest)) + ' more ops':<44} {sum(r['calls'] for r in rest):>6} "
+            lines.append(f"{'... ' + str(len(rest)) + ' more ops':<52} {sum(r['calls'] for r in rest):>6} "
                          f"{'':>11} {'':>11} {sum(r['time_ns'] for r in rest) / 1e3:>10.2f}")
         lines.append("-" * len(head))
         lines.append(f"eager    : {self.eager_us:10.2f} us  ({self.eager.bound}-bound, "

@@ -6,8 +6,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import _C
-
 
 @dataclass
 class DeviceActivity:
@@ -30,6 +28,8 @@ class DeviceActivity:
 def device_activities() -> list[DeviceActivity]:
     """Every neuron device event of the last finished ``torch.profiler`` session (with
     ``ProfilerActivity.PrivateUse1``), in recording order."""
+    from .. import _C
+
     out = []
     for r in _C._last_device_activities():
         meta = {k: json.loads(v) for k, v in r["metadata"].items()}
