@@ -1,10 +1,9 @@
 """Memory kinds and the flat storage behind every tensor.
 
 A `Storage` is one allocation: a flat NumPy array in the storage dtype plus what the checks need (which
-buffer it lives in, its partition axis, which elements an output has had written, PSUM accumulation state).
-On-chip allocations are charged against the target's SBUF/PSUM capacity while the storage is alive, so
-Python's own lifetime of a tile stands in for the compiler's liveness: a tile rebound in a loop frees its
-space, a tile kept in a list keeps it.
+buffer it lives in, its partition axis, which elements have been written, PSUM accumulation state). How
+much on-chip memory an allocation occupies, and for how long, is `core.memory`'s business: a storage only
+carries the handle it is given there.
 """
 
 from __future__ import annotations
@@ -12,14 +11,11 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from .. import dtypes
-
-if TYPE_CHECKING:
-    from .context import KernelRun
 
 
 @dataclass(frozen=True)
@@ -52,10 +48,14 @@ PRIVATE_HBM = Buffer("private_hbm")
 SHARED_HBM = Buffer("shared_hbm")
 
 _ids = itertools.count(1)
+_COMPUTE_CACHE_ENTRIES = 32
 
 
 class Storage:
     """One allocation. `data` is flat; views compute element offsets into it."""
+
+    __slots__ = ("uid", "shape", "dtype", "buffer", "name", "partition_axis", "data", "written", "psum_fresh",
+                 "pending", "live", "result_mask", "_compute", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str = "",
                  partition_axis: int = 0, data: np.ndarray | None = None, track_writes: bool = False) -> None:
@@ -69,10 +69,16 @@ class Storage:
         if data is None:
             data = np.full(size, dtypes.sentinel(dtype), dtype=dtypes.storage_dtype(dtype))
         self.data = data
-        self.written: np.ndarray | None = np.zeros(size, dtype=np.bool_) if track_writes else None
+        psum = buffer.name == "psum"
+        # outputs remember what was written (never-written outputs are an error); PSUM remembers it too,
+        # because a legacy `psum += matmul` into never-written PSUM starts an accumulation group
+        self.written: np.ndarray | None = np.zeros(size, dtype=np.bool_) if track_writes or psum else None
         # PSUM: True where the next `accumulate=None` matmul must overwrite instead of add.
-        self.psum_fresh: np.ndarray | None = np.ones(size, dtype=np.bool_) if buffer == PSUM else None
-        self.pending = None  # a deferred PSUM accumulation group (core.pending)
+        self.psum_fresh: np.ndarray | None = np.ones(size, dtype=np.bool_) if psum else None
+        self.pending: Any = None      # a deferred PSUM accumulation group: anything with .flush()
+        self.live: Any = None         # core.memory's record of where and how long it occupies the chip
+        self.result_mask: Any = None  # the mask= a legacy instruction wrote this (fresh) result tile under
+        self._compute: dict[Any, np.ndarray] | None = None  # fp32 copies of views, until the next write
 
     @property
     def size(self) -> int:
@@ -91,18 +97,49 @@ class Storage:
         free = math.prod(self.shape) // max(self.partitions, 1)
         return free * dtypes.itemsize(self.dtype)
 
+    @property
+    def block_count(self) -> int:
+        """Legacy block dims (before `nl.par_dim`): how many (P, F) tiles this tensor holds."""
+        return math.prod(self.shape[:self.partition_axis])
+
     def partition_of(self, flat_offsets: np.ndarray | int) -> np.ndarray | int:
         return (flat_offsets // self.partition_stride) % max(self.partitions, 1)
 
+    def flush(self) -> None:
+        """Materialise a deferred accumulation before anyone looks at or changes the data."""
+        group = self.pending
+        if group is not None:
+            self.pending = None
+            group.flush(self)
 
-def charge(run: KernelRun, storage: Storage) -> None:
-    """Account an on-chip allocation against capacity for as long as the storage lives."""
-    import weakref
+    def changed(self) -> None:
+        """The data is about to change: fp32 copies made for reads are stale."""
+        self._compute = None
 
-    if not storage.buffer.on_chip:
-        return
-    nbytes = storage.bytes_per_partition
-    if storage.buffer == PSUM:
-        nbytes = -(-nbytes // 4) * 4  # psum_min_align = 4 bytes
-    run.memory.allocate(storage.buffer.name, nbytes, storage.name)
-    weakref.finalize(storage, run.memory.release, storage.buffer.name, nbytes)
+    def compute_copy(self, key: Any) -> np.ndarray | None:
+        return self._compute.get(key) if self._compute is not None else None
+
+    def remember_compute_copy(self, key: Any, values: np.ndarray) -> None:
+        """Engines read operands as fp32; a tile read again before it is written (matmul operands reused
+        across an output block) converts once."""
+        if self._compute is None or len(self._compute) >= _COMPUTE_CACHE_ENTRIES:
+            self._compute = {}
+        self._compute[key] = values
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A manual allocation (legacy `ncc.sbuf.mod_alloc(...)`, `ncc.sbuf.alloc(func)`, `psum.mod_alloc`): the
+    buffer, and how many physical (P, F) tiles a block tensor's blocks are laid out on. Passed as the
+    `buffer=` of a tensor declaration."""
+
+    buffer: Buffer
+    free_tiles: int | None = None                    # modulo allocation: blocks share this many tiles
+    address_of: Any = None                           # alloc(func): block index -> (partition, byte offset)
+
+    def physical_tiles(self, block_shape: tuple[int, ...], partitions: int, bytes_per_block: int) -> int | None:
+        if self.address_of is not None:
+            addresses = {tuple(self.address_of(idx, partitions, bytes_per_block))
+                         for idx in itertools.product(*(range(n) for n in block_shape))}
+            return max(len(addresses), 1)
+        return self.free_tiles

@@ -30,7 +30,7 @@ from ..ops import elementwise as _ew
 from ..ops import matmul as _mm
 from ..ops import misc as _misc
 from ..ops import reduce as _red
-from ..ops.common import check_on_chip, read, storages, write
+from ..ops.common import check_on_chip, read, write
 from .registers import register_alloc, register_load, register_move, register_store  # noqa: F401
 
 
@@ -109,7 +109,7 @@ def tensor_scalar_cumulative(dst: NkiTensor, src: NkiTensor, op0: Any, op1: Any,
     if imm1 is not None:
         out = ufunc(out, np.float32(imm1))
     write(dst, out.reshape(dst.shape), None, "tensor_scalar_cumulative")
-    context.current().cost.compute("vector", max(cost.MIN_II, 2 * dst.free_size), storages(src), [dst.storage])
+    context.current().issue("vector", max(cost.MIN_II, 2 * dst.free_size), (src,), (dst,))
 
 
 def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
@@ -184,7 +184,7 @@ def exponential(dst: NkiTensor, src: NkiTensor, max_value: Any = 0.0, reduce_res
         init = read(reduce_init).reshape(-1, 1) if isinstance(reduce_init, NkiTensor) else np.float32(reduce_init)
         write(reduce_res, (out.reshape(out.shape[0], -1).sum(axis=1, keepdims=True) + init).reshape(reduce_res.shape),
               None, "exponential")
-    run.cost.compute("vector", max(cost.MIN_II, src.free_size), storages(src), storages(dst, reduce_res))
+    run.issue("vector", max(cost.MIN_II, src.free_size), (src,), (dst, reduce_res))
 
 
 def dropout(dst: NkiTensor, data: NkiTensor, prob: Any, name: str | None = None) -> None:
@@ -232,8 +232,7 @@ def topk(val_dst: NkiTensor, idx_dst: NkiTensor, src: NkiTensor, n: int, name: s
     order = np.argsort(-x, axis=1, kind="stable")[:, : int(n)]
     write(val_dst, np.take_along_axis(x, order, axis=1).reshape(val_dst.shape), None, "topk")
     write(idx_dst, order.reshape(idx_dst.shape), None, "topk")
-    context.current().cost.compute("vector", max(cost.MIN_II, src.free_size * -(-int(n) // 8)), storages(src),
-                                   storages(val_dst, idx_dst))
+    context.current().issue("vector", max(cost.MIN_II, src.free_size * -(-int(n) // 8)), (src,), (val_dst, idx_dst))
 
 
 def nonzero_with_count(dst: NkiTensor, src: NkiTensor, index_offset: int = 0, padding_val: int = -1,
@@ -309,7 +308,7 @@ def core_barrier(data: Any = None, cores: Any = (0, 1), engine: Any = engine.gps
     """Wait until every core in `cores` reaches this barrier."""
     run = _exchange("core_barrier")
     run.exchange.barrier(tuple(sorted(int(c) for c in cores)))
-    run.cost.compute("gpsimd", cost.GPSIMD_START_CYCLES, storages(data), storages(data))
+    run.issue("gpsimd", cost.GPSIMD_START_CYCLES, (data,), (data,))
 
 
 def get_nc_version() -> nc_version:

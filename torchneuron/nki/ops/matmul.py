@@ -7,11 +7,12 @@ from typing import Any
 import numpy as np
 
 from .. import cost, dtypes
-from ..core import context, pending
+from ..core import context
 from ..core.buffers import PSUM, SBUF
 from ..core.tensor import NkiTensor
 from ..errors import ERR_DIM_LIMIT, ERR_DTYPE, ERR_PARTITION_MISMATCH, ERR_PARTITIONS, ERR_SHAPE, fail
-from .common import allocate, check_buffer, check_partitions, mask_for, read, storages, write
+from . import matmul_group
+from .common import allocate, check_buffer, check_partitions, mask_for, read, write
 from .elementwise import tensor_copy
 
 _FP32_FAMILY = (dtypes.float32, dtypes.tfloat32)
@@ -152,32 +153,29 @@ def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, accumula
         a = _as_2d(stationary, read(stationary, mask_for(mask, stationary.shape)))
         b = _as_2d(moving, read(moving, mask_for(mask, moving.shape)))
     fraction = _check_tiling(api, stationary.partitions, m, tile_position, tile_size)
-    deferrable = mask is None and dst.index is None and not (is_transpose and dst.dtype not in _FP32_FAMILY)
-    group = dst.storage.pending
-    if group is not None and (not deferrable or accumulate is False or group.key != pending.view_key(dst)):
-        pending.flush(dst.storage)
+    transposing = is_transpose and dst.dtype not in _FP32_FAMILY  # a PE transpose passes values through
+    st = dst.storage
+    group = st.pending
+    deferrable = mask is None and dst.index is None and not transposing
+    if group is not None and (not deferrable or accumulate is False or group.key != dst.key()):
+        st.flush()
         group = None
     if deferrable:
         if group is None:
-            group = dst.storage.pending = pending.PendingMatmul(pending.view_key(dst), accumulate)
+            group = matmul_group.PendingMatmul(dst.key(), accumulate)
         # fp32 operands may still be views of SBUF: snapshot them, the kernel may overwrite the tiles
         group.stationary.append(a.copy() if np.may_share_memory(a, stationary.storage.data) else a)
         group.moving.append(b.copy() if np.may_share_memory(b, moving.storage.data) else b)
+        st.pending = group
     else:
-        result = pending.shape_result(dst, pending.product(a, b))
-        if is_transpose and dst.dtype not in _FP32_FAMILY:
+        result = matmul_group.shape_result(dst, matmul_group.product(a, b))
+        if transposing:
             write(dst, result, mask, api)
         else:
-            if accumulate is True:
-                result = read(dst) + result
-            elif accumulate is None:
-                fresh = dst.psum_fresh_values()
-                if not fresh.all():
-                    result = np.where(fresh, result, dtypes.to_compute(dst.read()) + result)
-            write(dst, result, mask, api)
+            matmul_group.accumulate_into(dst, result, accumulate, mask_for(mask, dst.shape))
     fp32 = stationary.dtype in _FP32_FAMILY and moving.dtype in _FP32_FAMILY
-    run.cost.compute("tensor", cost.matmul_cycles(m, n, fp32) * fraction, storages(stationary, moving),
-                     [dst.storage], cost.MM_INIT_LATENCY, flops=2.0 * k * m * n)
+    run.issue("tensor", cost.matmul_cycles(m, n, fp32) * fraction, (stationary, moving), (dst,), cost.MM_INIT_LATENCY,
+              flops=2.0 * k * m * n)
 
 
 def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = None, mask: np.ndarray | None = None,
@@ -198,9 +196,9 @@ def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = None, mask: np.n
     dst.write(dtypes.cast(values.T.reshape(dst.shape), dst.dtype) if values.dtype != dtypes.storage_dtype(dst.dtype)
               else values.T.reshape(dst.shape))
     if eng == "tensor":
-        run.cost.compute("tensor", cost.pe_transpose_cycles(p, f), [data.storage], [dst.storage], cost.MM_INIT_LATENCY)
+        run.issue("tensor", cost.pe_transpose_cycles(p, f), (data,), (dst,), cost.MM_INIT_LATENCY)
     else:
-        run.cost.compute("vector", cost.vector_cycles(run.target, f), [data.storage], [dst.storage])
+        run.issue("vector", cost.vector_cycles(run.target, f), (data,), (dst,))
 
 
 def nl_matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False, mask: np.ndarray | None = None) -> NkiTensor:
@@ -231,6 +229,6 @@ def nl_transpose(x: NkiTensor, dtype: Any = None, buffer: Any = SBUF) -> NkiTens
         return out
     final = allocate(out.shape, dt, buffer)
     write(final, read(out), None, "transpose")
-    context.current().cost.compute("vector", cost.vector_cycles(context.current().target, final.free_size, kind="copy"),
-                                   [out.storage], [final.storage])
+    run = context.current()
+    run.issue("vector", cost.vector_cycles(run.target, final.free_size, kind="copy"), (out,), (final,))
     return final

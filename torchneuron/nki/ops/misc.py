@@ -12,7 +12,7 @@ from ..core import alu, context
 from ..core.indexing import IndexArray
 from ..core.tensor import NkiTensor
 from ..errors import ERR_DIM_LIMIT, ERR_INVALID_ARG, ERR_SHAPE, fail
-from .common import check_on_chip, check_partitions, mask_array, read, read_raw, storages, write
+from .common import check_on_chip, check_partitions, mask_array, read, read_raw, write
 
 
 def charge(engine: str, dst: NkiTensor, inputs: list[Any], cycles: float | None = None) -> None:
@@ -21,7 +21,7 @@ def charge(engine: str, dst: NkiTensor, inputs: list[Any], cycles: float | None 
     n = dst.free_size
     if cycles is None:
         cycles = cost.gpsimd_cycles(n) if engine == "gpsimd" else max(cost.MIN_II, n)
-    run.cost.compute(engine, cycles, storages(*inputs), [dst.storage], cost.SBUF_ACCESS_CYCLES)
+    run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES)
 
 
 def pattern_values(shape: tuple[int, ...], pattern: Any, offset: int, channel_multiplier: int) -> np.ndarray:
@@ -242,15 +242,20 @@ def rng_bits(dst: NkiTensor, api: str = "rng", engine: str = "vector") -> None:
     charge("gpsimd" if engine == "gpsimd" else "vector", dst, [])
 
 
-def dropout(dst: NkiTensor, data: Any, prob: Any, api: str = "dropout") -> None:
-    p = float(read(prob).reshape(-1)[0]) if isinstance(prob, NkiTensor) else float(prob)
-    x = read(data)
+def dropout(dst: NkiTensor, data: Any, prob: Any, api: str = "dropout", mask: np.ndarray | None = None) -> None:
+    """Each element is zeroed with probability `prob`: a scalar, or a (P, 1) tile of per-partition rates."""
+    if isinstance(prob, NkiTensor):
+        p = read(prob).reshape((prob.partitions,) + (1,) * (dst.ndim - 1))
+    else:
+        p = np.float32(prob)
+    x = read(data, mask)
     keep = rng_state().draw().random(x.shape, dtype=np.float32) >= p
-    write(dst, np.where(keep, x, np.float32(0)), None, api)
+    write(dst, np.where(keep, x, np.float32(0)), mask, api)
     charge("vector", dst, [data])
 
 
-def gather_flattened(dst: NkiTensor, data: NkiTensor, indices: NkiTensor, api: str = "gather_flattened") -> None:
+def gather_flattened(dst: NkiTensor, data: NkiTensor, indices: NkiTensor, api: str = "gather_flattened",
+                     mask: np.ndarray | None = None) -> None:
     x = read_raw(data).reshape(data.partitions, -1)
     idx = read_raw(indices).astype(np.int64).reshape(indices.partitions, -1)
     if np.any((idx < 0) | (idx >= x.shape[1])):
@@ -258,7 +263,7 @@ def gather_flattened(dst: NkiTensor, data: NkiTensor, indices: NkiTensor, api: s
         raise oob(data.name, 1, int(idx.min()), int(idx.max()), x.shape[1])
     out = np.take_along_axis(x, idx, axis=1)
     dst.write(out.reshape(dst.shape) if out.dtype == dtypes.storage_dtype(dst.dtype)
-              else dtypes.cast(dtypes.to_compute(out), dst.dtype).reshape(dst.shape))
+              else dtypes.cast(dtypes.to_compute(out), dst.dtype).reshape(dst.shape), mask)
     charge("gpsimd", dst, [data, indices])
 
 
@@ -446,6 +451,5 @@ def rand_set_state(src_seeds: NkiTensor, engine: Any = None, api: str = "rand_se
     _check_rng_tile(api, "src_seeds", src_seeds, eng, (SBUF,))
     state = np.asarray(read_raw(src_seeds), dtype=np.uint32).reshape(src_seeds.partitions, -1)
     rng_state(eng).set_state(state, RNG_STATE_WORDS[eng])
-    context.current().cost.compute(eng, cost.gpsimd_cycles(src_seeds.free_size) if eng == "gpsimd"
-                                   else max(cost.MIN_II, src_seeds.free_size), storages(src_seeds), [],
-                                   cost.SBUF_ACCESS_CYCLES)
+    context.current().issue(eng, cost.gpsimd_cycles(src_seeds.free_size) if eng == "gpsimd"
+                            else max(cost.MIN_II, src_seeds.free_size), (src_seeds,), (), cost.SBUF_ACCESS_CYCLES)

@@ -12,7 +12,7 @@ from ..core import alu, context
 from ..core.buffers import SBUF
 from ..core.tensor import NkiTensor
 from ..errors import ERR_DIM_LIMIT, ERR_INVALID_ARG, ERR_REDUCE_AXIS, ERR_SHAPE, fail
-from .common import allocate, check_on_chip, check_partitions, read, read_raw, storages, write
+from .common import allocate, check_on_chip, check_partitions, read, read_raw, write
 
 
 def normalise_axes(t: NkiTensor, axis: Any, api: str) -> tuple[int, ...]:
@@ -51,7 +51,7 @@ def tensor_reduce(dst: NkiTensor, op: Any, data: NkiTensor, axis: Any, negate: b
     run = context.current()
     n = data.free_size
     fast = data.dtype == dtypes.bfloat16 and name in ("add", "maximum")
-    run.cost.compute("vector", max(cost.MIN_II, n // 2 if fast else n), [data.storage], [dst.storage],
+    run.issue("vector", max(cost.MIN_II, n // 2 if fast else n), (data,), (dst,),
                      cost.SBUF_ACCESS_CYCLES)
 
 
@@ -76,7 +76,7 @@ def nl_reduce(name: str, x: NkiTensor, axis: Any, dtype: Any = None, keepdims: b
             axis=axes, keepdims=True) / count).astype(np.float32)
         write(dst, out.reshape(shape), None, f"nl.{name}")
         run = context.current()
-        run.cost.compute("vector", max(cost.MIN_II, 2 * x.free_size), [x.storage], [dst.storage])
+        run.issue("vector", max(cost.MIN_II, 2 * x.free_size), (x,), (dst,))
         return dst
     tensor_reduce(dst, op, x, axes, keepdims=keepdims, mask=mask, api=f"nl.{name}")
     return dst
@@ -88,7 +88,7 @@ def tensor_partition_reduce(dst: NkiTensor, op: Any, data: NkiTensor, api: str =
     name = alu.op_name(op)
     out = alu.reduce(name, read(data), (0,), keepdims=True)
     write(dst, out, None, api)
-    context.current().cost.compute("gpsimd", cost.gpsimd_cycles(data.size), [data.storage], [dst.storage])
+    context.current().issue("gpsimd", cost.gpsimd_cycles(data.size), (data,), (dst,))
 
 
 def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats") -> None:
@@ -109,7 +109,7 @@ def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats") -> None:
         m2 = ((h - mean) ** 2).sum(axis=1, keepdims=True) if h.shape[1] else np.zeros_like(cnt)
         cols += [cnt, mean, m2]
     write(dst, np.concatenate(cols, axis=1).reshape(dst.shape), None, api)
-    run.cost.compute("vector", max(cost.MIN_II, n), [data.storage], [dst.storage])
+    run.issue("vector", max(cost.MIN_II, n), (data,), (dst,))
 
 
 def bn_aggr(dst: NkiTensor, data: NkiTensor, api: str = "bn_aggr") -> None:
@@ -124,7 +124,7 @@ def bn_aggr(dst: NkiTensor, data: NkiTensor, api: str = "bn_aggr") -> None:
     var = (m2 + cnt * (mean - gmean) ** 2).sum(axis=1, keepdims=True) / np.maximum(total, 1)
     write(dst, np.concatenate([gmean, var], axis=1).astype(np.float32).reshape(dst.shape), None, api)
     n = data.free_size
-    context.current().cost.compute("vector", max(cost.MIN_II, 13 * (n // 3)), [data.storage], [dst.storage])
+    context.current().issue("vector", max(cost.MIN_II, 13 * (n // 3)), (data,), (dst,))
 
 
 def nl_softmax(x: NkiTensor, axis: Any = -1, dtype: Any = None, mask: np.ndarray | None = None) -> NkiTensor:
@@ -136,9 +136,9 @@ def nl_softmax(x: NkiTensor, axis: Any = -1, dtype: Any = None, mask: np.ndarray
     dst = allocate(x.shape, dtypes.as_dtype(dtype) if dtype is not None else x.dtype, SBUF)
     write(dst, out, mask, "nl.softmax")
     n = x.free_size  # max reduce, exp with bias and sum, reciprocal, multiply
-    run.cost.compute("vector", max(cost.MIN_II, n), [x.storage], [dst.storage])
-    run.cost.compute("scalar", cost.scalar_cycles(n, True), [x.storage], [dst.storage])
-    run.cost.compute("vector", max(cost.MIN_II, n), [dst.storage], [dst.storage])
+    run.issue("vector", max(cost.MIN_II, n), (x,), (dst,))
+    run.issue("scalar", cost.scalar_cycles(n, True), (x,), (dst,))
+    run.issue("vector", max(cost.MIN_II, n), (dst,), (dst,))
     return dst
 
 
@@ -154,6 +154,6 @@ def nl_rms_norm(x: NkiTensor, w: Any, axis: Any, n: int, epsilon: float = 1e-6, 
     dst = allocate(x.shape, dtypes.as_dtype(dtype) if dtype is not None else x.dtype, SBUF)
     write(dst, out, mask, "nl.rms_norm")
     run = context.current()
-    run.cost.compute("scalar", cost.scalar_cycles(x.free_size, True), storages(x), [dst.storage])
-    run.cost.compute("vector", max(cost.MIN_II, 2 * x.free_size), storages(x, w), [dst.storage])
+    run.issue("scalar", cost.scalar_cycles(x.free_size, True), (x,), (dst,))
+    run.issue("vector", max(cost.MIN_II, 2 * x.free_size), (x, w), (dst,))
     return dst
