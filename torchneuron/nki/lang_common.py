@@ -214,7 +214,7 @@ def matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False, mask: Any = No
 
 def transpose(x: NkiTensor, dtype: Any = None, mask: Any = None) -> NkiTensor:
     run = _ctx.current()
-    return _mm.nl_transpose(x, dtype, _PSUM if run.api == "current" else _SBUF)
+    return _mm.nl_transpose(x, dtype, _PSUM if run.api == "current" else _SBUF, _mask(mask))
 
 
 def broadcast_to(x: NkiTensor, shape: Any) -> NkiTensor:

@@ -126,6 +126,11 @@ class OnChipMemory:
         self.intervals.append(iv)
         storage.live = Whole(iv)
 
+    def produced_last(self, storage: Storage) -> bool:
+        """Whether the most recent instruction was the last (so far the only) one to touch `storage`."""
+        live = storage.live
+        return isinstance(live, Whole) and live.interval.first == live.interval.last == self.tick
+
     def finish(self) -> None:
         """Sweep the live ranges: record the peak per buffer, raise if it exceeds the capacity."""
         for kind in ("sbuf", "psum"):

@@ -136,6 +136,30 @@ def write(dst: NkiTensor, values: Any, mask: np.ndarray | None = None, api: str 
     dst.write(dtypes.cast(values, dst.dtype), mask_for(mask, dst.shape))
 
 
+def output_mask(api: str, mask: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A `mask=` over an instruction's output: which elements it writes. A mask that does not fit the
+    output is an error, never ignored."""
+    if mask is None:
+        return None
+    try:
+        return np.broadcast_to(mask, shape)
+    except ValueError:
+        raise fail(ERR_SHAPE, f"'{api}': mask= of shape {np.shape(mask)} does not fit its output {shape}.",
+                   "build the predicate from index expressions over the output tile (nl.mgrid over its shape).") \
+            from None
+
+
+def input_mask(api: str, mask: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A `mask=` over a reduction's input: which elements take part."""
+    if mask is None:
+        return None
+    try:
+        return np.broadcast_to(mask, shape)
+    except ValueError:
+        raise fail(ERR_SHAPE, f"'{api}': mask= of shape {np.shape(mask)} fits neither its input {shape} nor "
+                   "its output.", "build the predicate from index expressions over the input tile.") from None
+
+
 def mark_result(dst: NkiTensor, mask: np.ndarray | None) -> NkiTensor:
     """A fresh result tile of an instruction run under `mask=`: only the masked elements are its value
     (see `assign`)."""
@@ -236,7 +260,9 @@ def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
         vals = value.read(mask_for(mask, value.shape))
         if value.buffer == PSUM:
             value.psum_mark(True)
-        src = [value]
+        # a result the previous instruction just produced is written into the tile by that instruction
+        # itself (the compiler folds the copy): it does not stay live for the assignment
+        src = [] if run.memory.produced_last(value.storage) else [value]
     else:
         vals = np.asarray(value)
         vals = vals.astype(np.float32) if vals.dtype == np.float64 else vals

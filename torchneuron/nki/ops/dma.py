@@ -16,7 +16,7 @@ from ..core import alu, context
 from ..core.buffers import HBM, PSUM, SBUF, SHARED_HBM, Storage
 from ..core.tensor import NkiTensor
 from ..errors import ERR_HBM_INIT, ERR_MEMORY, ERR_SHAPE, ERR_STORE_SHAPE, NkiDmaIndexError, fail
-from .common import allocate, check_partitions, mark_result, mask_for, write
+from .common import allocate, check_partitions, mark_result, mask_for, output_mask, write
 
 
 def _chunks(t: NkiTensor) -> int:
@@ -150,13 +150,22 @@ def load_transpose2d(src: NkiTensor, dtype: Any = None, mask: np.ndarray | None 
     return dst
 
 
-def dma_transpose(dst: NkiTensor, src: NkiTensor, axes: Any = None, api: str = "dma_transpose") -> None:
+def dma_transpose(dst: NkiTensor, src: NkiTensor, axes: Any = None, api: str = "dma_transpose",
+                  mask: np.ndarray | None = None) -> None:
+    """dst = src permuted by `axes` (default: reversed), on the DMA engine's transpose hardware; a mask
+    over dst limits what is written."""
     from ..core import views
     if dtypes.itemsize(src.dtype) not in (2, 4):
         raise fail(ERR_MEMORY, f"'{api}' supports 2- and 4-byte dtypes, got {dtypes.name(src.dtype)}.",
                    "transpose on the Tensor engine (nisa.nc_transpose) instead.")
     order = tuple(axes) if axes is not None else tuple(reversed(range(src.ndim)))
-    _transfer(dst, views.permute(src, *order), None, api, hw_transpose=True)
+    view = views.permute(src, *order)
+    if mask is not None:
+        mask = output_mask(api, mask, dst.shape)
+        if view.shape != dst.shape:
+            raise fail(ERR_SHAPE, f"'{api}' with mask= needs dst shaped like the transposed src {view.shape}.",
+                       "allocate dst with the transposed shape.")
+    _transfer(dst, view, mask, api, hw_transpose=True)
 
 
 def shared_constant(constant: Any, dtype: Any = None) -> NkiTensor:

@@ -321,7 +321,8 @@ def inplace_call(name: str, target: NkiTensor, other: Any) -> None:
         incoming = read(other)
         started = target.written_values()
         values = incoming if not started.any() else np.where(started, read(target) + incoming, incoming)
-        write(target, values, None, "+=")
+        produced = other.storage.result_mask if other.shape == other.storage.shape else None
+        write(target, values, mask_for(produced, target.shape) if produced is not None else None, "+=")
         run.issue_move((target, other), (target,))
         return
     if isinstance(other, NkiTensor):

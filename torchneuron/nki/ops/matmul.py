@@ -12,7 +12,17 @@ from ..core.buffers import PSUM, SBUF
 from ..core.tensor import NkiTensor
 from ..errors import ERR_DIM_LIMIT, ERR_DTYPE, ERR_PARTITION_MISMATCH, ERR_PARTITIONS, ERR_SHAPE, fail
 from . import matmul_group
-from .common import allocate, check_buffer, check_partitions, mask_for, read, write
+from .common import (
+    allocate,
+    check_buffer,
+    check_partitions,
+    input_mask,
+    mark_result,
+    mask_for,
+    output_mask,
+    read,
+    write,
+)
 from .elementwise import tensor_copy
 
 _FP32_FAMILY = (dtypes.float32, dtypes.tfloat32)
@@ -193,8 +203,11 @@ def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = None, mask: np.n
     values = _as_2d(data, data.read(mask_for(mask, data.shape)))
     if data.buffer == PSUM:
         data.psum_mark(True)
+    out_mask = None
+    if mask is not None:  # a mask over the input tile: the transposed elements it selects are written
+        out_mask = _as_2d(data, input_mask(api, mask, data.shape)).T.reshape(dst.shape)
     dst.write(dtypes.cast(values.T.reshape(dst.shape), dst.dtype) if values.dtype != dtypes.storage_dtype(dst.dtype)
-              else values.T.reshape(dst.shape))
+              else values.T.reshape(dst.shape), out_mask)
     if eng == "tensor":
         run.issue("tensor", cost.pe_transpose_cycles(p, f), (data,), (dst,), cost.MM_INIT_LATENCY)
     else:
@@ -214,17 +227,19 @@ def nl_matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False, mask: np.nd
         stationary = x
     dst = allocate((stationary.free_size, y.free_size), dtypes.float32, PSUM)
     nc_matmul(dst, stationary, y, accumulate=False, mask=None, api="matmul")
+    if mask is not None:  # a mask over the [M, N] result: the elements the instruction writes
+        mark_result(dst, output_mask("matmul", mask, dst.shape))
     return dst
 
 
-def nl_transpose(x: NkiTensor, dtype: Any = None, buffer: Any = SBUF) -> NkiTensor:
+def nl_transpose(x: NkiTensor, dtype: Any = None, buffer: Any = SBUF, mask: np.ndarray | None = None) -> NkiTensor:
     dt = dtypes.as_dtype(dtype) if dtype is not None else x.dtype
     if x.buffer == SBUF:
         out = allocate((x.free_size, x.partitions), x.dtype, PSUM)
-        nc_transpose(out, x, api="transpose")
+        nc_transpose(out, x, mask=mask, api="transpose")
     else:
         out = allocate((x.free_size, x.partitions), x.dtype, SBUF if x.buffer == PSUM else PSUM)
-        nc_transpose(out, x, engine="vector", api="transpose")
+        nc_transpose(out, x, engine="vector", mask=mask, api="transpose")
     if out.buffer == buffer and dt == out.dtype:
         return out
     final = allocate(out.shape, dt, buffer)

@@ -12,7 +12,7 @@ from ..core import alu, context
 from ..core.buffers import SBUF
 from ..core.tensor import NkiTensor
 from ..errors import ERR_DIM_LIMIT, ERR_INVALID_ARG, ERR_REDUCE_AXIS, ERR_SHAPE, fail
-from .common import allocate, check_on_chip, check_partitions, read, read_raw, write
+from .common import allocate, check_on_chip, check_partitions, input_mask, output_mask, read, read_raw, write
 
 
 def normalise_axes(t: NkiTensor, axis: Any, api: str) -> tuple[int, ...]:
@@ -82,17 +82,23 @@ def nl_reduce(name: str, x: NkiTensor, axis: Any, dtype: Any = None, keepdims: b
     return dst
 
 
-def tensor_partition_reduce(dst: NkiTensor, op: Any, data: NkiTensor, api: str = "tensor_partition_reduce") -> None:
+def tensor_partition_reduce(dst: NkiTensor, op: Any, data: NkiTensor, api: str = "tensor_partition_reduce",
+                            mask: np.ndarray | None = None) -> None:
+    """Reduce across partitions (GpSimd); a mask over the input excludes elements."""
     check_on_chip(data, api, "data")
     check_partitions(data, api, "data")
     name = alu.op_name(op)
-    out = alu.reduce(name, read(data), (0,), keepdims=True)
+    x = read(data)
+    if mask is not None:
+        x = np.where(input_mask(api, mask, data.shape), x, alu.REDUCE.get(name, (None, 0.0))[1])
+    out = alu.reduce(name, x, (0,), keepdims=True)
     write(dst, out, None, api)
     context.current().issue("gpsimd", cost.gpsimd_cycles(data.size), (data,), (dst,))
 
 
-def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats") -> None:
-    """Six values per partition: (count, mean, count*var) for the even and odd halves, mergeable by bn_aggr."""
+def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats", mask: np.ndarray | None = None) -> None:
+    """Six values per partition: (count, mean, count*var) for the even and odd halves, mergeable by bn_aggr.
+    A mask over the input leaves elements out of the statistics."""
     check_on_chip(data, api, "data")
     check_partitions(data, api, "data")
     run = context.current()
@@ -101,18 +107,19 @@ def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats") -> None:
         raise fail(ERR_DIM_LIMIT, f"'{api}' takes at most 512 elements per partition, got {n}.",
                    "split the free dim into chunks of nl.tile_size.bn_stats_fmax and aggregate with bn_aggr.")
     x = read(data).reshape(data.partitions, -1).astype(np.float32)
-    halves = [x[:, 0::2], x[:, 1::2]]
+    keep = np.ones(x.shape, np.float32) if mask is None else \
+        input_mask(api, mask, data.shape).reshape(x.shape).astype(np.float32)
     cols = []
-    for h in halves:
-        cnt = np.full((x.shape[0], 1), h.shape[1], dtype=np.float32)
-        mean = h.mean(axis=1, keepdims=True) if h.shape[1] else np.zeros_like(cnt)
-        m2 = ((h - mean) ** 2).sum(axis=1, keepdims=True) if h.shape[1] else np.zeros_like(cnt)
+    for h, k in ((x[:, 0::2], keep[:, 0::2]), (x[:, 1::2], keep[:, 1::2])):
+        cnt = k.sum(axis=1, keepdims=True)
+        mean = (np.where(k > 0, h, 0).sum(axis=1, keepdims=True) / np.maximum(cnt, 1)).astype(np.float32)
+        m2 = (k * (h - mean) ** 2).sum(axis=1, keepdims=True).astype(np.float32)
         cols += [cnt, mean, m2]
     write(dst, np.concatenate(cols, axis=1).reshape(dst.shape), None, api)
     run.issue("vector", max(cost.MIN_II, n), (data,), (dst,))
 
 
-def bn_aggr(dst: NkiTensor, data: NkiTensor, api: str = "bn_aggr") -> None:
+def bn_aggr(dst: NkiTensor, data: NkiTensor, api: str = "bn_aggr", mask: np.ndarray | None = None) -> None:
     """Merge bn_stats groups (6 values each, concatenated on the free dim) into (mean, variance)."""
     check_on_chip(data, api, "data")
     stats = read(data).reshape(data.partitions, -1, 3).astype(np.float64)
@@ -122,7 +129,8 @@ def bn_aggr(dst: NkiTensor, data: NkiTensor, api: str = "bn_aggr") -> None:
     total = cnt.sum(axis=1, keepdims=True)
     gmean = (cnt * mean).sum(axis=1, keepdims=True) / np.maximum(total, 1)
     var = (m2 + cnt * (mean - gmean) ** 2).sum(axis=1, keepdims=True) / np.maximum(total, 1)
-    write(dst, np.concatenate([gmean, var], axis=1).astype(np.float32).reshape(dst.shape), None, api)
+    write(dst, np.concatenate([gmean, var], axis=1).astype(np.float32).reshape(dst.shape),
+          output_mask(api, mask, dst.shape), api)
     n = data.free_size
     context.current().issue("vector", max(cost.MIN_II, 13 * (n // 3)), (data,), (dst,))
 
