@@ -27,6 +27,7 @@ class SourceLocation:
         return f"{self.filename}:{self.lineno} (in {self.function})"
 
 
+_KERNELS_DIR = os.path.join(_PACKAGE_DIR, "calibration")  # kernels shipped here are kernel code, not simulator
 _SIMULATOR_FILES: dict[str, bool] = {}
 
 
@@ -35,7 +36,8 @@ def is_simulator_file(filename: str) -> bool:
     known = _SIMULATOR_FILES.get(filename)
     if known is None:
         path = os.path.abspath(filename)
-        known = path.startswith(_PACKAGE_DIR + os.sep) or path.startswith(os.path.join(_NUMPY_DIR, "numpy") + os.sep)
+        known = (path.startswith(_PACKAGE_DIR + os.sep) and not path.startswith(_KERNELS_DIR + os.sep)) \
+            or path.startswith(os.path.join(_NUMPY_DIR, "numpy") + os.sep)
         _SIMULATOR_FILES[filename] = known
     return known
 

@@ -18,19 +18,21 @@ import numpy as np
 from .. import dtypes
 
 
-@dataclass(frozen=True)
 class Buffer:
     """A memory kind. Equality is by name so the legacy `nl.hbm` spelling matches `private_hbm`."""
 
-    name: str
+    __slots__ = ("name", "on_chip", "is_hbm")
 
-    @property
-    def on_chip(self) -> bool:
-        return self.name in ("sbuf", "psum")
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.on_chip = name in ("sbuf", "psum")   # asked for every operand of every instruction
+        self.is_hbm = name.endswith("hbm")
 
-    @property
-    def is_hbm(self) -> bool:
-        return self.name.endswith("hbm")
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Buffer) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"
@@ -48,14 +50,13 @@ PRIVATE_HBM = Buffer("private_hbm")
 SHARED_HBM = Buffer("shared_hbm")
 
 _ids = itertools.count(1)
-_COMPUTE_CACHE_ENTRIES = 32
 
 
 class Storage:
     """One allocation. `data` is flat; views compute element offsets into it."""
 
     __slots__ = ("uid", "shape", "dtype", "buffer", "name", "partition_axis", "data", "written", "psum_fresh",
-                 "pending", "live", "result_mask", "_compute", "__weakref__")
+                 "pending", "live", "result_mask", "_compute", "partitions", "partition_stride", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str = "",
                  partition_axis: int = 0, data: np.ndarray | None = None, track_writes: bool = False) -> None:
@@ -66,6 +67,8 @@ class Storage:
         self.name = name or f"{buffer.name}_{self.uid}"
         self.partition_axis = partition_axis
         size = math.prod(self.shape)
+        self.partitions = self.shape[partition_axis] if self.shape else 1
+        self.partition_stride = math.prod(self.shape[partition_axis + 1:])
         if data is None:
             data = np.full(size, dtypes.sentinel(dtype), dtype=dtypes.storage_dtype(dtype))
         self.data = data
@@ -83,14 +86,6 @@ class Storage:
     @property
     def size(self) -> int:
         return self.data.size
-
-    @property
-    def partitions(self) -> int:
-        return self.shape[self.partition_axis] if self.shape else 1
-
-    @property
-    def partition_stride(self) -> int:
-        return math.prod(self.shape[self.partition_axis + 1:])
 
     @property
     def bytes_per_partition(self) -> int:
@@ -121,10 +116,11 @@ class Storage:
 
     def remember_compute_copy(self, key: Any, values: np.ndarray) -> None:
         """Engines read operands as fp32; a tile read again before it is written (matmul operands reused
-        across an output block) converts once."""
-        if self._compute is None or len(self._compute) >= _COMPUTE_CACHE_ENTRIES:
-            self._compute = {}
-        self._compute[key] = values
+        across an output block) converts once. The copies kept stay under twice the storage's own size."""
+        cache = self._compute
+        if cache is None or (len(cache) + 1) * values.size > 2 * self.data.size + values.size:
+            cache = self._compute = {}
+        cache[key] = values
 
 
 @dataclass(frozen=True)

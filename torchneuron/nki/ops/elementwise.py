@@ -11,6 +11,7 @@ from .. import cost, dtypes
 from ..core import alu, context
 from ..core.buffers import PSUM, SBUF
 from ..core.tensor import NkiTensor
+from . import matmul_group
 from ..errors import (
     ERR_ACT_BIAS_TYPE,
     ERR_ACT_SCALE_SHAPE,
@@ -318,6 +319,9 @@ def inplace_call(name: str, target: NkiTensor, other: Any) -> None:
         # `psum += nl.matmul(...)`: the matmul accumulates in PSUM itself. Elements never written start
         # the accumulation group (on hardware the group's first matmul overwrites), so an uninitialised
         # `nl.ndarray(..., buffer=nl.psum)` accumulator works as on hardware.
+        if matmul_group.merge_into(target, other):
+            run.issue_move((target, other), (target,))
+            return
         incoming = read(other)
         started = target.written_values()
         values = incoming if not started.any() else np.where(started, read(target) + incoming, incoming)

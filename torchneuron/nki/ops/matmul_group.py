@@ -25,25 +25,53 @@ class PendingMatmul:
 
     __slots__ = ("key", "accumulate", "stationary", "moving")
 
-    def __init__(self, key: tuple[Any, ...], accumulate: bool | None) -> None:
+    def __init__(self, key: tuple[Any, ...], accumulate: Any) -> None:
         self.key = key
-        self.accumulate = accumulate  # the first instruction's mode; later ones always add
+        self.accumulate = accumulate  # the first instruction's mode (True/False/None/"written"); later ones add
         self.stationary: list[np.ndarray] = []
         self.moving: list[np.ndarray] = []
 
     def flush(self, storage: Any) -> None:
-        a = self.stationary[0] if len(self.stationary) == 1 else np.concatenate(self.stationary, axis=0)
-        b = self.moving[0] if len(self.moving) == 1 else np.concatenate(self.moving, axis=0)
         offset, shape, strides, pdim = self.key
         dst = NkiTensor(storage, shape, strides, offset, pdim)
-        accumulate_into(dst, shape_result(dst, product(a, b)), self.accumulate)
+        accumulate_into(dst, shape_result(dst, summed_products(self.stationary, self.moving)), self.accumulate)
 
 
-def accumulate_into(dst: NkiTensor, result: np.ndarray, accumulate: bool | None, mask: Any = None) -> None:
+def merge_into(target: NkiTensor, product: NkiTensor) -> bool:
+    """`target += product` where `product` is a fresh matmul result not yet computed (legacy
+    `psum += nisa.nc_matmul(...)`): the hardware accumulates the matmul into `target` directly, so its
+    operands join `target`'s accumulation group instead of being summed one product at a time. Elements
+    of `target` never written start the group. Returns False when the shapes of the case do not fit (the
+    caller then adds eagerly); `product` keeps its own group in case it is read later."""
+    group = product.storage.pending
+    if group is None or group.accumulate is not False or len(group.stationary) != 1 or target.index is not None \
+            or product.storage.result_mask is not None or group.key != product.key() or target.shape != product.shape:
+        return False
+    st = target.storage
+    mine = st.pending
+    if mine is not None and mine.key != target.key():
+        st.flush()
+        mine = None
+    if mine is None:
+        mine = PendingMatmul(target.key(), "written")
+    mine.stationary.append(group.stationary[0])
+    mine.moving.append(group.moving[0])
+    st.pending = mine
+    return True
+
+
+def accumulate_into(dst: NkiTensor, result: np.ndarray, accumulate: Any, mask: Any = None) -> None:
     """Write a matmul result into PSUM: add (True), overwrite (False), or, for `None`, overwrite the
-    elements that start an accumulation group and add to the others."""
+    elements that start an accumulation group and add to the others; "written" (legacy `+=`) adds where
+    the destination has been written and overwrites elements never written."""
     if accumulate is True:
         result = dst.read_compute() + result
+    elif accumulate == "written":
+        started = dst.written_values()
+        if started.all():
+            result = dst.read_compute() + result
+        elif started.any():
+            result = np.where(started, dst.read_compute() + result, result)
     elif accumulate is None:
         fresh = dst.psum_fresh_values()
         if not fresh.all():
@@ -52,10 +80,23 @@ def accumulate_into(dst: NkiTensor, result: np.ndarray, accumulate: bool | None,
 
 
 def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a.T @ b. Computed as (b.T @ a).T: OpenBLAS is several times faster with the wide operand on the
-    left for these tall-K, narrow-M shapes (measured: [2048,128].T @ [2048,512] 48 ms vs 7 ms)."""
-    with blas.threads_for(a.shape[0] * a.shape[1] * b.shape[1]):
-        return (b.T @ a).T
+    """a.T @ b in fp32 (one instruction's product)."""
+    with blas.single_thread():
+        return np.matmul(a.T, b)
+
+
+def summed_products(stationary: list[np.ndarray], moving: list[np.ndarray]) -> np.ndarray:
+    """sum_i a_i.T @ b_i: one BLAS call per instruction, accumulated in place. Measured against
+    concatenating the operands into one tall-K product: 3.1 ms vs 4.4 ms for eight 128x128x512 products
+    (the concatenation copies every operand)."""
+    with blas.single_thread():
+        out = np.matmul(stationary[0].T, moving[0])
+        if len(stationary) > 1:
+            tmp = np.empty_like(out)
+            for a, b in zip(stationary[1:], moving[1:]):
+                np.matmul(a.T, b, out=tmp)
+                out += tmp
+        return out
 
 
 def shape_result(dst: NkiTensor, product: np.ndarray) -> np.ndarray:
