@@ -55,8 +55,8 @@ _ids = itertools.count(1)
 class Storage:
     """One allocation. `data` is flat; views compute element offsets into it."""
 
-    __slots__ = ("uid", "shape", "dtype", "buffer", "name", "partition_axis", "data", "written", "psum_fresh",
-                 "pending", "live", "result_mask", "_compute", "partitions", "partition_stride", "__weakref__")
+    __slots__ = ("uid", "shape", "dtype", "buffer", "name", "partition_axis", "written", "psum_fresh", "pending",
+                 "live", "result_mask", "_compute", "partitions", "partition_stride", "_data", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str = "",
                  partition_axis: int = 0, data: np.ndarray | None = None, track_writes: bool = False) -> None:
@@ -69,9 +69,7 @@ class Storage:
         size = math.prod(self.shape)
         self.partitions = self.shape[partition_axis] if self.shape else 1
         self.partition_stride = math.prod(self.shape[partition_axis + 1:])
-        if data is None:
-            data = np.full(size, dtypes.sentinel(dtype), dtype=dtypes.storage_dtype(dtype))
-        self.data = data
+        self._data = data  # made on first use: a result that is never materialised costs no memory
         psum = buffer.name == "psum"
         # outputs remember what was written (never-written outputs are an error); PSUM remembers it too,
         # because a legacy `psum += matmul` into never-written PSUM starts an accumulation group
@@ -84,8 +82,17 @@ class Storage:
         self._compute: dict[Any, np.ndarray] | None = None  # fp32 copies of views, until the next write
 
     @property
+    def data(self) -> np.ndarray:
+        """The flat values; uninitialised memory reads as the sentinel (NaN / 4)."""
+        data = self._data
+        if data is None:
+            data = self._data = np.full(math.prod(self.shape), dtypes.sentinel(self.dtype),
+                                        dtype=dtypes.storage_dtype(self.dtype))
+        return data
+
+    @property
     def size(self) -> int:
-        return self.data.size
+        return math.prod(self.shape)
 
     @property
     def bytes_per_partition(self) -> int:

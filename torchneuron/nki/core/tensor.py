@@ -267,9 +267,13 @@ class NkiTensor:
         return self._basic(key)
 
     def _normalise_key(self, key: Any) -> tuple[Any, ...]:
-        key = key if isinstance(key, tuple) else (key,)
+        key = key if type(key) is tuple else (key,)
         out: list[Any] = []
         for k in key:
+            kind = type(k)
+            if kind is slice or kind is int:
+                out.append(k)
+                continue
             if isinstance(k, NkiTensor):  # indirect: an on-chip index tile, known only when the kernel runs
                 k = IndexArray(k.read().astype(np.int64), runtime=True)
             elif isinstance(k, Mask):

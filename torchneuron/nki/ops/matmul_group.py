@@ -89,7 +89,8 @@ def summed_products(stationary: list[np.ndarray], moving: list[np.ndarray]) -> n
     """sum_i a_i.T @ b_i: one BLAS call per instruction, accumulated in place. Measured against
     concatenating the operands into one tall-K product: 3.1 ms vs 4.4 ms for eight 128x128x512 products
     (the concatenation copies every operand)."""
-    with blas.single_thread():
+    macs = sum(a.size for a in stationary) * moving[0].shape[1]
+    with blas.single_thread(macs):
         out = np.matmul(stationary[0].T, moving[0])
         if len(stationary) > 1:
             tmp = np.empty_like(out)

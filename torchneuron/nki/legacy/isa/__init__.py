@@ -79,11 +79,10 @@ def nc_matmul(stationary: NkiTensor, moving: NkiTensor, is_stationary_onezero: b
         raise fail(ERR_INVALID_ARG, f"nc_matmul perf_mode={perf_mode!r} is not a matmul mode of this target.",
                    f"use one of {_PERF_MODES} (nisa.matmul_perf_mode); double_row needs fp8 on NeuronCore-v3+.")
     stationary, moving = _in_sbuf(stationary, "nc_matmul"), _in_sbuf(moving, "nc_matmul")
-    if mode == "double_row":
-        m, n = stationary.shape[2], moving.shape[2]
-    else:
+    m, n = (stationary.shape[2], moving.shape[2]) if mode == "double_row" else (stationary.free_size, moving.free_size)
+    target = context.current().target
+    if m > target.gemm_stationary_fmax or n > target.gemm_moving_fmax:  # the documented error, not an allocation's
         _mm.check_matmul("nc_matmul", None, stationary, moving, is_transpose)
-        m, n = stationary.free_size, moving.free_size
     dst = allocate((m, n), moving.dtype if is_transpose else dtypes.float32, PSUM)
     _mm.nc_matmul(dst, stationary, moving, accumulate=False, is_transpose=is_transpose, mask=mask_array(mask),
                   perf_mode=mode, tile_position=tile_position, tile_size=tile_size)
