@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import cost, dtypes, host, lnc
-from .core import context
+from .core import alu, context
 from .core.buffers import HBM, SHARED_HBM, Storage
 from .core.tensor import NkiTensor
 from .errors import ERR_ANNOTATION, ERR_MEMORY, ERR_NESTED_SPMD, ERR_NOT_WRITTEN, NkiError, SourceLocation, fail, warn
@@ -209,7 +209,7 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
         ids, core = programs[i]
         run = context.KernelRun(target, models[core], sizes, ids, api, shared=shared, exchange=exchange,
                                 kernel_code=func.__code__, tensor_class=Tile)
-        with context.running(run):
+        with context.running(run), np.errstate(**alu.ENGINE_ERRORS):
             result = func(*bound.args, **bound.kwargs)
         run.memory.finish()
         return run, result

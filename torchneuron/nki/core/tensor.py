@@ -57,7 +57,8 @@ def oob(name: str, dim: int, lo: int, hi: int, size: int) -> Exception:
 class NkiTensor:
     """A tensor in HBM, SBUF or PSUM as a kernel sees it."""
 
-    __slots__ = ("storage", "shape", "strides", "offset", "pdim", "index", "bounds", "size", "partitions", "_views")
+    __slots__ = ("storage", "shape", "strides", "offset", "pdim", "index", "bounds", "size", "partitions", "checked",
+                 "_views")
     __array_priority__ = 100  # `np_scalar * tile` uses our operators
 
     def __init__(self, storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...] | None, offset: int,
@@ -71,6 +72,7 @@ class NkiTensor:
         self.bounds = bounds        # gather bounds, checked when an instruction uses the view
         self.size = math.prod(self.shape)
         self.partitions = self.shape[pdim] if pdim is not None and self.shape else 1
+        self.checked = 0            # the partition limit an operand check passed for (ops.common)
         self._views: dict[int, np.ndarray] | None = None  # strided views of the storage arrays, by id
 
     @classmethod

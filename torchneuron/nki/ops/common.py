@@ -80,6 +80,8 @@ def check_partitions(t: Operand, api: str, arg: str, limit: int | None = None) -
     if not isinstance(t, NkiTensor) or not t.buffer.on_chip:
         return
     pmax = limit or context.current().target.pmax
+    if t.checked == pmax:  # the same view passed before (layouts never change)
+        return
     if t.ndim > 5:
         raise fail(ERR_MAX_DIMS, f"operand '{arg}' of '{api}' has {t.ndim} dimensions; engines access at most a "
                    "partition dim plus 4 free dims.", "flatten free dimensions (reshape) first.")
@@ -103,6 +105,7 @@ def check_partitions(t: Operand, api: str, arg: str, limit: int | None = None) -
         raise fail(ERR_START_PARTITION, f"operand '{arg}' of '{api}' spans {p} partitions starting at partition "
                    f"{start}; {p} partitions may only start at {allowed}.",
                    "align the tile's first partition (32-partition quadrants), or copy it to partition 0.")
+    t.checked = pmax
 
 
 def read(t: Operand, mask: np.ndarray | None = None) -> Any:
@@ -125,15 +128,16 @@ def read_raw(t: Operand, mask: np.ndarray | None = None) -> Any:
 
 def write(dst: NkiTensor, values: Any, mask: np.ndarray | None = None, api: str = "") -> None:
     values = np.asarray(values)
-    try:
-        np.broadcast_shapes(values.shape, dst.shape)
-    except ValueError:
-        raise fail(ERR_SHAPE, f"'{api}' produces shape {values.shape} but its destination `{dst.name}` has shape "
-                   f"{dst.shape}.", "make the destination tile the shape of the result.") from None
-    if values.shape != dst.shape and values.size > dst.size:
-        raise fail(ERR_SHAPE, f"'{api}' produces shape {values.shape}, larger than destination `{dst.name}` "
-                   f"{dst.shape}.", "make the destination tile the shape of the result.")
-    dst.write(dtypes.cast(values, dst.dtype), mask_for(mask, dst.shape))
+    if values.shape != dst.shape:
+        try:
+            np.broadcast_shapes(values.shape, dst.shape)
+        except ValueError:
+            raise fail(ERR_SHAPE, f"'{api}' produces shape {values.shape} but its destination `{dst.name}` has "
+                       f"shape {dst.shape}.", "make the destination tile the shape of the result.") from None
+        if values.size > dst.size:
+            raise fail(ERR_SHAPE, f"'{api}' produces shape {values.shape}, larger than destination `{dst.name}` "
+                       f"{dst.shape}.", "make the destination tile the shape of the result.")
+    dst.write(dtypes.cast(values, dst.dtype), mask_for(mask, dst.shape) if mask is not None else None)
 
 
 def output_mask(api: str, mask: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -238,6 +242,7 @@ def _shared_locked(run: context.KernelRun, shape: tuple[int, ...], dt: np.dtype,
                        "program 0.", "allocate kernel outputs with the same shape in every program of the grid.")
         return run.tensor_class.whole(st)
     st = Storage(shape, dt, buffer, name, 0, track_writes=True)
+    st.data  # noqa: B018  (made now, under the lock: the programs of an LNC launch share it from two threads)
     run.shared.append(st)
     return run.tensor_class.whole(st)
 

@@ -45,10 +45,12 @@ def _per_partition(t: Any) -> int:
 def strided_penalty(*operands: Any) -> float:
     """Free-dim steps wider than 16 bytes halve SBUF bandwidth (reference §3): such instructions take 2x."""
     for t in operands:
-        if isinstance(t, NkiTensor) and t.buffer.on_chip and t.strides and t.index is None:
-            free = [s for d, s in enumerate(t.strides) if d != t.pdim and t.shape[d] > 1]
-            if free and abs(free[-1]) * t.itemsize > 16:
-                return 2.0
+        if isinstance(t, NkiTensor) and t.strides and t.index is None and t.buffer.on_chip:
+            for d in range(len(t.shape) - 1, -1, -1):  # the innermost free dim that moves
+                if d != t.pdim and t.shape[d] > 1:
+                    if abs(t.strides[d]) * t.itemsize > 16:
+                        return 2.0
+                    break
     return 1.0
 
 
