@@ -1,8 +1,9 @@
 """DMA: HBM <-> SBUF copies (`nl.load` / `nl.store` / `nisa.dma_copy`), DMA transposes, constants.
 
 A DMA moves elements between any two views with the same element count, converting dtype through fp32.
-Its cost is the bytes moved at the target's per-queue bandwidth, with short contiguous runs charged as a
-whole descriptor (reference §3: DMA is efficient only for long runs per partition).
+Its cost is the bytes moved at the target's per-queue bandwidth plus a fixed cost per descriptor (one
+contiguous run), so short runs are inefficient (reference §3: DMA is efficient only for long runs per
+partition; `cost.DMA_DESCRIPTOR_NS`).
 """
 
 from __future__ import annotations
