@@ -25,7 +25,16 @@ from . import cost, dtypes, host, lnc
 from .core import alu, context
 from .core.buffers import HBM, SHARED_HBM, Storage
 from .core.tensor import NkiTensor
-from .errors import ERR_ANNOTATION, ERR_MEMORY, ERR_NESTED_SPMD, ERR_NOT_WRITTEN, NkiError, SourceLocation, fail, warn
+from .errors import (
+    ERR_ANNOTATION,
+    ERR_MEMORY,
+    ERR_NESTED_SPMD,
+    ERR_NOT_WRITTEN,
+    NkiError,
+    SourceLocation,
+    fail,
+    warn,
+)
 from .hardware import Target, current_target
 from .ops.tile import Tile
 

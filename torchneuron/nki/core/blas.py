@@ -17,11 +17,11 @@ import contextlib
 import ctypes
 import glob
 import os
+import time
 from collections.abc import Iterator
 
-import time
-
 import numpy as np
+
 
 def _find_setter() -> ctypes._CFuncPtr | None:  # type: ignore[name-defined]
     libs = os.path.join(os.path.dirname(os.path.dirname(np.__file__)), "numpy.libs")

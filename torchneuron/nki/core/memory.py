@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ERR_PSUM_CAPACITY, ERR_SBUF_CAPACITY, NkiError, SourceLocation, is_simulator_file
+from ..errors import (
+    ERR_PSUM_CAPACITY,
+    ERR_SBUF_CAPACITY,
+    NkiError,
+    SourceLocation,
+    is_simulator_file,
+)
 
 if TYPE_CHECKING:
     from ..hardware import Target

@@ -17,9 +17,17 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import dtypes
-from ..errors import ERR_1D_ARANGE, ERR_MIXED_INDEXING, ERR_OOB, ERR_SHAPE, ERR_TRUTH_VALUE, fail
+from ..errors import (
+    ERR_1D_ARANGE,
+    ERR_MIXED_INDEXING,
+    ERR_OOB,
+    ERR_SHAPE,
+    ERR_TRUTH_VALUE,
+    fail,
+)
 from .buffers import Buffer, Storage
 from .indexing import IndexArray, Mask
+
 
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, acc = [], 1

@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes as _dt
+from ..core import context as _ctx
 from ..core.indexing import IndexArray, Mask, arange, mgrid, par_dim  # noqa: F401
+from ..core.tensor import NkiTensor
 from ..kernel import nc, spmd_dim  # noqa: F401
 from ..lang_common import *  # noqa: F403
 from ..lang_common import __all__ as _common
-from .. import dtypes as _dt
-from ..core import context as _ctx
-from ..core.tensor import NkiTensor
 from ..ops import elementwise as _ew
 
 

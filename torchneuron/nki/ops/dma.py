@@ -16,8 +16,22 @@ from .. import dtypes
 from ..core import alu, context
 from ..core.buffers import HBM, PSUM, SBUF, SHARED_HBM, Storage
 from ..core.tensor import NkiTensor
-from ..errors import ERR_HBM_INIT, ERR_MEMORY, ERR_SHAPE, ERR_STORE_SHAPE, NkiDmaIndexError, fail
-from .common import allocate, check_partitions, mark_result, mask_for, output_mask, write
+from ..errors import (
+    ERR_HBM_INIT,
+    ERR_MEMORY,
+    ERR_SHAPE,
+    ERR_STORE_SHAPE,
+    NkiDmaIndexError,
+    fail,
+)
+from .common import (
+    allocate,
+    check_partitions,
+    mark_result,
+    mask_for,
+    output_mask,
+    write,
+)
 
 
 def _chunks(t: NkiTensor) -> int:

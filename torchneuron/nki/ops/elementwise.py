@@ -11,7 +11,6 @@ from .. import cost, dtypes
 from ..core import alu, context
 from ..core.buffers import PSUM, SBUF
 from ..core.tensor import NkiTensor
-from . import matmul_group
 from ..errors import (
     ERR_ACT_BIAS_TYPE,
     ERR_ACT_SCALE_SHAPE,
@@ -22,6 +21,7 @@ from ..errors import (
     ERR_PARTITIONS,
     fail,
 )
+from . import matmul_group
 from .common import (
     allocate,
     broadcast_shape,

@@ -10,7 +10,14 @@ from .. import cost, dtypes
 from ..core import context
 from ..core.buffers import PSUM, SBUF
 from ..core.tensor import NkiTensor
-from ..errors import ERR_DIM_LIMIT, ERR_DTYPE, ERR_PARTITION_MISMATCH, ERR_PARTITIONS, ERR_SHAPE, fail
+from ..errors import (
+    ERR_DIM_LIMIT,
+    ERR_DTYPE,
+    ERR_PARTITION_MISMATCH,
+    ERR_PARTITIONS,
+    ERR_SHAPE,
+    fail,
+)
 from . import matmul_group
 from .common import (
     allocate,

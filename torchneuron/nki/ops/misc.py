@@ -11,7 +11,7 @@ from .. import cost, dtypes
 from ..core import alu, context
 from ..core.indexing import IndexArray
 from ..core.tensor import NkiTensor
-from ..errors import ERR_DIM_LIMIT, ERR_INVALID_ARG, ERR_SHAPE, fail
+from ..errors import ERR_INVALID_ARG, ERR_SHAPE, fail
 from .common import check_on_chip, check_partitions, output_mask, read, read_raw, write
 
 

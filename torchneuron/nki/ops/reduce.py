@@ -12,7 +12,16 @@ from ..core import alu, context
 from ..core.buffers import SBUF
 from ..core.tensor import NkiTensor
 from ..errors import ERR_DIM_LIMIT, ERR_INVALID_ARG, ERR_REDUCE_AXIS, ERR_SHAPE, fail
-from .common import allocate, check_on_chip, check_partitions, input_mask, output_mask, read, read_raw, write
+from .common import (
+    allocate,
+    check_on_chip,
+    check_partitions,
+    input_mask,
+    output_mask,
+    read,
+    read_raw,
+    write,
+)
 
 
 def normalise_axes(t: NkiTensor, axis: Any, api: str) -> tuple[int, ...]:

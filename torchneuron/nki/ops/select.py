@@ -15,7 +15,15 @@ from .. import cost, dtypes
 from ..core import alu
 from ..core.tensor import NkiTensor
 from ..errors import ERR_DIM_LIMIT, fail
-from .common import check_on_chip, check_partitions, input_mask, mask_array, output_mask, read, write
+from .common import (
+    check_on_chip,
+    check_partitions,
+    input_mask,
+    mask_array,
+    output_mask,
+    read,
+    write,
+)
 from .misc import charge, pattern_values
 
 _NO_MATCH = np.iinfo(np.uint32).max

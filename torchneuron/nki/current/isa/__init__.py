@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ... import cost, dtypes
-from ...core import alu, context
+from ...core import context
 from ...core.tensor import NkiTensor
 from ...enums import (  # noqa: F401
     activation_engine,
@@ -30,8 +30,8 @@ from ...ops import dma as _dma
 from ...ops import elementwise as _ew
 from ...ops import matmul as _mm
 from ...ops import misc as _misc
-from ...ops import select as _sel
 from ...ops import reduce as _red
+from ...ops import select as _sel
 from ...ops.common import check_on_chip, read, write
 from ..registers import register_alloc, register_load, register_move, register_store  # noqa: F401
 
