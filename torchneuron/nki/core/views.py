@@ -12,6 +12,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .. import dtypes
 from ..errors import ERR_INVALID_ARG, ERR_MEMORY, ERR_OOB, ERR_SHAPE, fail
+from .buffers import SBUF, Storage
 from .tensor import Bound, NkiTensor
 
 
@@ -196,7 +197,6 @@ def rearrange(t: NkiTensor, pattern: str, **sizes: int) -> NkiTensor:
 
 def reinterpret(t: NkiTensor, dtype: Any) -> NkiTensor:
     """Same bytes, another dtype of the same width (a free view; widths differ -> copy would be needed)."""
-    from .buffers import Storage
 
     dt = dtypes.as_dtype(dtype)
     if dtypes.itemsize(dt) != t.itemsize:
@@ -259,7 +259,6 @@ def vector_select(t: NkiTensor, dim: int, vector_offset: Any) -> NkiTensor:
     """Per-partition indirect rows of an HBM tensor: result[p, ...] = t[vector_offset[p], ...], shape
     (vector_offset.shape[0], *t.shape[1:]). Indices are bounds-checked when the view is used (so
     `dma_copy(oob_mode=skip)` can drop them)."""
-    from .buffers import SBUF
     d = _dim(t, dim)
     if d != 0:
         raise fail(ERR_INVALID_ARG, f"vector_select on `{t.name}` selects dimension {d}; only dimension 0 is "
