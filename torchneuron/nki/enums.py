@@ -55,3 +55,7 @@ class nc_version(enum.IntEnum):
     gen2 = 2
     gen3 = 3
     gen4 = 4
+
+
+# what `nki.isa.constants` / `neuronxcc.nki.isa.constants` export
+CONSTANTS = ["dge_mode", "dma_engine", "engine", "matmul_perf_mode", "nc_version", "oob_mode", "reduce_cmd"]
