@@ -14,7 +14,6 @@ overlap of DMA with the Tensor engine, PSUM drains); nothing in the model knows 
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 
 from .. import legacy as nki
@@ -169,7 +168,3 @@ def calibrate(names: tuple[str, ...] = tuple(KERNELS), target: Target | None = N
 def main(argv: list[str]) -> None:
     rows = calibrate(tuple(argv) or tuple(KERNELS))
     print(json.dumps([{**r.__dict__, "ratio": round(r.ratio, 3)} for r in rows], indent=2))
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
