@@ -216,7 +216,8 @@ def local_gather_cycles(num_valid: int, num_elem: int, itemsize: int) -> float:
 
 
 def local_gather(dst: NkiTensor, src_buffer: NkiTensor, index: NkiTensor, num_elem_per_idx: int = 1,
-                 num_valid_indices: int | None = None, api: str = "local_gather", mask: np.ndarray | None = None) -> None:
+                 num_valid_indices: int | None = None, api: str = "local_gather",
+                 mask: np.ndarray | None = None) -> None:
     """Each GpSimd core (16 partitions) flattens its 16-partition slice of `index` partition-first, keeps the
     first `num_valid_indices`, and every partition p of the core gathers `num_elem_per_idx` contiguous
     elements of its own flattened free dims at each index: dst[p, k, e] = src[p, idx_core[k] + e]."""
