@@ -21,17 +21,14 @@ from typing import Any
 
 import torch
 
-try:
-    from .. import _C
-except ImportError:  # lowering and the estimator work without the device extension; nothing records then
-    _C = None
+from .. import _C
 
 Cost = Callable[[], "tuple[float | None, dict[str, Any]]"]
 
 
 def recording() -> bool:
     """True while a profiler session records neuron device activity."""
-    return _C is not None and _C._profiler_recording()
+    return _C._profiler_recording()
 
 
 def now_ns() -> int:
