@@ -36,6 +36,12 @@ from torchneuron import _module_conversion  # noqa: E402
 
 _module_conversion.install()
 
+from torchneuron import distributed as _distributed  # noqa: E402  (registers the c10d backend's name only)
+from torchneuron.distributed import data_parallel as _data_parallel  # noqa: E402
+
+_distributed.register()
+_data_parallel.install()
+
 from torchneuron.device import _autograd_exit  # noqa: E402
 
 _autograd_exit.install()

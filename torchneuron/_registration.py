@@ -7,7 +7,7 @@ import os
 
 import torch
 
-from torchneuron import _env
+from torchneuron import _env, _visible_cores
 
 _UNCLAIMED = "privateuseone"
 
@@ -43,13 +43,15 @@ def check_backend_unclaimed() -> None:
 def configure_runtime(C) -> None:
     devices = _env.get(_env.SIM_DEVICES)
     hbm_mb = _env.get(_env.SIM_HBM_MB)
-    C._configure(
-        _env.get(_env.RUNTIME),
-        _env.get(_env.TARGET),
-        int(devices) if devices else 0,
-        int(float(hbm_mb) * (1 << 20)) if hbm_mb else 0,
-        _env.flag(_env.LAUNCH_BLOCKING),
-    )
+
+    def configure(count: int) -> None:
+        C._configure(_env.get(_env.RUNTIME), _env.get(_env.TARGET), count,
+                     int(float(hbm_mb) * (1 << 20)) if hbm_mb else 0, _env.flag(_env.LAUNCH_BLOCKING))
+
+    configure(int(devices) if devices else 0)
+    cores = _visible_cores.visible_cores(C._device_count())  # NEURON_RT_VISIBLE_CORES: a slice of them
+    if cores is not None:
+        configure(len(cores))
 
 
 def register(device_module) -> None:

@@ -1,0 +1,45 @@
+"""Creating the c10d "neuron" backend for a process group (called by torch.distributed)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Callable
+
+import torch.distributed as dist
+
+from torchneuron import _C
+
+from . import devices
+from .collectives import NeuronCollectives
+from .transport import HostGlooTransport, Transport
+
+NAME = "neuron"
+
+TransportFactory = Callable[[dist.Store, int, int, timedelta, str], Transport]
+_transport_factory: TransportFactory | None = None  # replaces the runtime's transport (contract tests)
+
+
+def _host_view(t):
+    return t if t.device.type == "cpu" else _C._host_view(t)
+
+
+def _runtime_transport(store: dist.Store, rank: int, size: int, timeout: timedelta, group_name: str) -> Transport:
+    runtime = _C._runtime_info()["runtime"]
+    if runtime == "sim":
+        return HostGlooTransport(store, rank, size, timeout, group_name, _host_view)
+    from .nrt_transport import NrtTransport
+
+    return NrtTransport.create(store, rank, size, timeout, group_name)
+
+
+def create(dist_opts, backend_opts) -> _C._PythonBackend:
+    """torch.distributed's creator for backend "neuron" (extended API)."""
+    if backend_opts is not None:
+        raise ValueError(f"the neuron process group takes no pg_options (got {type(backend_opts).__name__}); "
+                         "pass timeout= to init_process_group / new_group instead")
+    rank, size = dist_opts.group_rank, dist_opts.group_size
+    devices.select(first_group=not dist.is_initialized())
+    factory = _transport_factory or _runtime_transport
+    transport = factory(dist_opts.store, rank, size, dist_opts.timeout, dist_opts.group_id)
+    impl = NeuronCollectives(rank, size, transport, dist_opts.group_id, dist_opts.timeout)
+    return _C._PythonBackend(rank, size, NAME, impl)
