@@ -173,6 +173,8 @@ c10::intrusive_ptr<c10d::Work> PythonBackend::recvAnysource(std::vector<at::Tens
   TORCHNEURON_FORWARD_AS(recv_anysource, recvAnysource, tensors, tag);
 }
 
+c10::intrusive_ptr<c10d::Work> PythonBackend::endCoalescing() { TORCHNEURON_FORWARD_AS(end_coalescing, endCoalescing); }
+
 c10::intrusive_ptr<c10d::Work> PythonBackend::barrier(const c10d::BarrierOptions& opts) {
   TORCHNEURON_FORWARD_WORK(barrier, opts);
 }
@@ -203,6 +205,12 @@ bool callIfDefined(const py::object& impl, const char* name, py::object* result,
 void PythonBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
   if (!callIfDefined(impl_, "monitored_barrier", nullptr, opts, wait_all_ranks)) {
     c10d::Backend::monitoredBarrier(opts, wait_all_ranks);
+  }
+}
+
+void PythonBackend::startCoalescing() {
+  if (!callIfDefined(impl_, "start_coalescing", nullptr)) {
+    c10d::Backend::startCoalescing();
   }
 }
 

@@ -23,6 +23,8 @@ class PythonBackend : public c10d::Backend {
   const std::string getBackendName() const override { return name_; }
   bool supportsCoalescing() const override { return false; }
   void setTimeout(std::chrono::milliseconds timeout) override;
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
   void abort() override;
   void shutdown() override;
   void eagerConnectSingleDevice(at::Device device) override {}

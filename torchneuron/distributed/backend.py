@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 from typing import Callable
 
@@ -32,6 +33,22 @@ def _runtime_transport(store: dist.Store, rank: int, size: int, timeout: timedel
     return NrtTransport.create(store, rank, size, timeout, group_name)
 
 
+def _claim_default_backend() -> None:
+    """init_process_group() without a backend, with neuron as the accelerator: PyTorch 2.13 builds the group
+    from the accelerator's backend (this one) but marks gloo as the group's default backend, because its
+    no-backend branch only knows NCCL and gloo (its "device:backend" branch does handle plugins). DDP's
+    logger then fails with "Could not find backend type 1". The group being created is the caller's; this
+    makes the neuron backend its default, as NCCL would be on CUDA."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_name != "_new_process_group_helper":
+        frame = frame.f_back
+    if frame is None:
+        return
+    pg, backend = frame.f_locals.get("pg"), frame.f_locals.get("backend")
+    if str(backend) == dist.Backend.UNDEFINED and isinstance(pg, dist.ProcessGroup):
+        pg._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
+
+
 def create(dist_opts, backend_opts) -> _C._PythonBackend:
     """torch.distributed's creator for backend "neuron" (extended API)."""
     if backend_opts is not None:
@@ -42,4 +59,5 @@ def create(dist_opts, backend_opts) -> _C._PythonBackend:
     factory = _transport_factory or _runtime_transport
     transport = factory(dist_opts.store, rank, size, dist_opts.timeout, dist_opts.group_id)
     impl = NeuronCollectives(rank, size, transport, dist_opts.group_id, dist_opts.timeout)
+    _claim_default_backend()
     return _C._PythonBackend(rank, size, NAME, impl)

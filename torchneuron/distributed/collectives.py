@@ -37,6 +37,7 @@ class NeuronCollectives:
         self._where = (f"rank {rank} of {size}, process group {group_name!r}, timeout "
                        f"{timeout.total_seconds():g}s")
         self._buffer = transport.buffer
+        self._coalesced: list | None = None  # Works issued between start_coalescing and end_coalescing
 
     # ---------------------------------------------------------------- helpers
 
@@ -72,7 +73,28 @@ class NeuronCollectives:
 
     def _work(self, what: str, works: list, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
               post: list | tuple = ()):
-        return _C._CollectiveWork(works, inputs, outputs, list(post), self._context(what), self.rank)
+        work = _C._CollectiveWork(works, inputs, outputs, list(post), self._context(what), self.rank)
+        if self._coalesced is not None:
+            self._coalesced.append(work)
+        return work
+
+    # torch.distributed's _coalescing_manager(device=...): the collectives in between run as they are issued
+    # (one transport queue keeps them in order); end_coalescing returns one Work for all of them.
+    def start_coalescing(self) -> None:
+        if self._coalesced is not None:
+            raise RuntimeError("neuron process group: start_coalescing called twice without end_coalescing")
+        self._coalesced = []
+
+    def end_coalescing(self) -> dist.Work:
+        works, self._coalesced = self._coalesced, None
+        if works is None:
+            raise RuntimeError("neuron process group: end_coalescing without start_coalescing")
+        if not works:
+            done = torch.futures.Future()
+            done.set_result([])
+            return torch._C._distributed_c10d._create_work_from_future(done)
+        return _C._CollectiveWork(works, [], [t for w in works for t in w.result()], [],
+                                  self._context("coalesced collectives"), self.rank)
 
     @staticmethod
     def _same_dtype(what: str, tensors: list[torch.Tensor]) -> None:
@@ -84,12 +106,13 @@ class NeuronCollectives:
     def _divide(self, bufs: list[torch.Tensor], divisor: int | None) -> list:
         return [] if divisor is None else [(_C._POST_DIV, b, b, divisor) for b in bufs]
 
-    def _staged(self, t: torch.Tensor, factor) -> tuple[torch.Tensor, torch.Tensor]:
-        """A device buffer holding t * factor (PREMUL_SUM where the input must stay as it is), and its buffer."""
+    def _staged(self, t: torch.Tensor, factor=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """A device copy of t (times factor, for PREMUL_SUM where the input must stay as it is), and its buffer."""
         staged = torch.empty_like(t)
         buf = self._buffer(staged)
         buf.copy_(self._buffer(t))
-        reduce_ops.scale(buf, factor, self._buffer)
+        if factor is not None:
+            reduce_ops.scale(buf, factor, self._buffer)
         return staged, buf
 
     # ---------------------------------------------------------------- reductions
@@ -174,7 +197,7 @@ class NeuronCollectives:
             # Uneven shards (NCCL allows them): one reduce per rank, into staging copies of the inputs (a reduce
             # may use its buffer as scratch space), the own shard copied out at the end.
             if plan.premul is None:
-                staged, in_bufs = self._reduce_scatter_premul(inputs, 1.0)
+                staged, in_bufs = self._reduce_scatter_premul(inputs, None)
                 keep += staged
             if in_bufs[self.rank].numel() != out.numel():
                 raise ValueError(f"neuron process group: {what} output has {out.numel()} elements but this rank's "
@@ -308,12 +331,28 @@ class NeuronCollectives:
 
     def alltoall(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor], opts) -> dist.Work:
         what = "all_to_all"
+        if len(outputs) != self.size or len(inputs) != self.size:
+            raise ValueError(f"neuron process group: {what} needs {self.size} input and output tensors (one per "
+                             f"rank), got {len(inputs)} and {len(outputs)}")
         self._checked(what, outputs, "output")
         self._checked(what, inputs, "input")
+        self._same_dtype(what, [*outputs, *inputs])
         self._ready(outputs, inputs)
-        work = self.transport.alltoall([self._buffer(o) for o in outputs], [self._buffer(t) for t in inputs],
-                                       _timeout(opts))
-        return self._work(what, [work], inputs, outputs)
+        if all(t.shape == inputs[0].shape for t in [*outputs, *inputs]):
+            work = self.transport.alltoall([self._buffer(o) for o in outputs], [self._buffer(t) for t in inputs],
+                                           _timeout(opts))
+            return self._work(what, [work], inputs, outputs)
+        # Tensors of different sizes (NCCL allows them): one all_to_all_single over packed staging buffers.
+        device = inputs[0].device
+        send = torch.empty(sum(t.numel() for t in inputs), dtype=inputs[0].dtype, device=device)
+        recv = torch.empty(sum(o.numel() for o in outputs), dtype=outputs[0].dtype, device=device)
+        send_buf, recv_buf = self._buffer(send), self._buffer(recv)
+        torch.cat([self._buffer(t).reshape(-1) for t in inputs], out=send_buf)
+        out_splits, in_splits = [o.numel() for o in outputs], [t.numel() for t in inputs]
+        work = self.transport.alltoall_single(recv_buf, send_buf, out_splits, in_splits, _timeout(opts))
+        post = [(_C._POST_COPY, self._buffer(o).view(-1), piece, 1)
+                for o, piece in zip(outputs, recv_buf.split(out_splits))]
+        return self._work(what, [work], [*inputs, send, recv], outputs, post)
 
     # ---------------------------------------------------------------- point to point, barriers
 

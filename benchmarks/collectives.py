@@ -1,0 +1,94 @@
+"""All-reduce bus bandwidth of the neuron process group vs gloo on CPU tensors, 1 KiB to 64 MiB (JSON).
+
+Two processes on this host share one group created with "cpu:gloo,neuron:neuron": CPU tensors go to gloo,
+neuron tensors to the neuron backend, which on the simulator runs gloo directly on the device buffers (zero
+copies). Each size alternates the two in one run; the ratio is the median per-repeat ratio of bus bandwidths
+(NCCL's definition: bytes x 2(n-1)/n / time), neuron over CPU. Target: >= 0.9 at every size.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+
+from _common import emit, parser  # noqa: E402
+
+WORLD = 2
+SIZES = [1 << k for k in range(10, 27, 2)]  # 1 KiB ... 64 MiB
+TARGETS = {"busbw_ratio_min": 0.9}
+
+
+def _time(t: torch.Tensor, inner: int) -> float:
+    start = time.perf_counter()
+    for _ in range(inner):
+        dist.all_reduce(t)
+    if t.device.type == "neuron":
+        torch.neuron.synchronize()
+    return (time.perf_counter() - start) / inner
+
+
+def _bench(rank: int, init: str, repeats: int, out: dict) -> None:
+    os.environ["LOCAL_RANK"] = str(rank)
+    dist.init_process_group("cpu:gloo,neuron:neuron", init_method=init, rank=rank, world_size=WORLD)
+    rows = []
+    for nbytes in SIZES:
+        cpu = torch.ones(nbytes // 4)
+        neuron = torch.ones(nbytes // 4, device="neuron")
+        inner = max(2, min(200, (8 << 20) // nbytes))
+        _time(cpu, 2)
+        _time(neuron, 2)
+        ratios, cpu_s, neuron_s = [], [], []
+        for r in range(repeats):
+            pair = {}
+            for name in (("cpu", "neuron") if r % 2 == 0 else ("neuron", "cpu")):
+                pair[name] = _time(cpu if name == "cpu" else neuron, inner)
+            cpu_s.append(pair["cpu"])
+            neuron_s.append(pair["neuron"])
+            ratios.append(pair["cpu"] / pair["neuron"])  # bus bandwidth ratio = inverse time ratio
+        scale = nbytes * 2 * (WORLD - 1) / WORLD / 1e9
+        rows.append({"bytes": nbytes, "gloo_cpu_busbw_GBps": scale / statistics.median(cpu_s),
+                     "neuron_busbw_GBps": scale / statistics.median(neuron_s),
+                     "neuron_over_gloo_cpu": statistics.median(ratios)})
+    if rank == 0:
+        out.update({"allreduce": rows, "min_ratio": min(r["neuron_over_gloo_cpu"] for r in rows)})
+    dist.destroy_process_group()
+
+
+def _worker(rank: int, init: str, repeats: int, result_path: str) -> None:
+    import json
+
+    out: dict = {}
+    _bench(rank, init, repeats, out)
+    if rank == 0:
+        with open(result_path, "w") as f:
+            json.dump(out, f)
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=7)
+    args = p.parse_args()
+    import json
+
+    with tempfile.TemporaryDirectory() as tmp:
+        result_path = os.path.join(tmp, "result.json")
+        mp.spawn(_worker, args=(f"file://{tmp}/store", args.repeats, result_path), nprocs=WORLD)
+        with open(result_path) as f:
+            result = json.load(f)
+    result.update({"world_size": WORLD, "targets": TARGETS,
+                   "meets_targets": result["min_ratio"] >= TARGETS["busbw_ratio_min"],
+                   "note": "2 processes on this host; a shared, loaded VM: compare ratios, not bandwidths"})
+    emit(result, args.out)
+
+
+if __name__ == "__main__":
+    main()

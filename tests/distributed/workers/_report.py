@@ -1,0 +1,32 @@
+"""Helpers for worker scripts: each rank writes one JSON report that the test reads back."""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from pathlib import Path
+
+import torch.distributed as dist
+
+
+class Checks:
+    """Collects named checks; a failing check records its error instead of stopping the others."""
+
+    def __init__(self) -> None:
+        self.passed: list[str] = []
+        self.failed: dict[str, str] = {}
+        self.values: dict[str, object] = {}
+
+    def run(self, name: str, fn, *args) -> None:
+        try:
+            fn(*args)
+            self.passed.append(name)
+        except Exception:
+            self.failed[name] = traceback.format_exc(limit=6)
+
+    def write(self, rank: int | None = None) -> None:
+        rank = dist.get_rank() if rank is None else rank
+        out = Path(os.environ["WORKER_OUT"]) / f"rank{rank}.json"
+        out.write_text(json.dumps({"rank": rank, "passed": self.passed, "failed": self.failed,
+                                   "values": self.values}, default=str))
