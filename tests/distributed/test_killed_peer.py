@@ -28,16 +28,9 @@ def _run(mode, tmp_path):
             p.kill()
     assert procs[0].returncode == 0, out0
     assert time.monotonic() - start < 110
-    (rep,) = [r for r in reports_or_empty(tmp_path) if r["rank"] == 0] or [None]
-    assert rep is not None, out0
+    (rep,) = reports(tmp_path, 1)  # the survivor's
+    print(rep["values"])
     return rep["values"]
-
-
-def reports_or_empty(tmp_path):
-    try:
-        return reports(tmp_path, 1)
-    except AssertionError:
-        return []
 
 
 @pytest.mark.parametrize("mode", ["exit", "stall"])

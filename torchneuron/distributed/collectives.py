@@ -42,8 +42,8 @@ class NeuronCollectives:
     # ---------------------------------------------------------------- helpers
 
     def _context(self, what: str) -> str:
-        return (f"neuron process group: {what} failed ({self._where}; {self.transport.description}). If a peer "
-                "process exited or stopped calling collectives, the others fail this way once the timeout passes")
+        return (f"neuron process group: {what} failed ({self._where}; {self.transport.description}). A peer "
+                "process that exited fails it at once, one that stopped calling collectives when the timeout passes")
 
     def _checked(self, what: str, tensors: list[torch.Tensor], role: str, dense_ok: bool = False) -> None:
         for i, t in enumerate(tensors):

@@ -27,6 +27,8 @@ from torch.futures import Future
 
 from torchneuron import _env
 
+from .transport import HostGlooTransport
+
 _ROOT_KEY = "neuron/root_comm_id"
 
 
@@ -47,9 +49,9 @@ class CollectivesRuntime(Protocol):
     def close(self) -> None: ...
 
 
-def _free_port(host: str) -> int:
+def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host if host not in ("", "localhost") else "127.0.0.1", 0))
+        s.bind(("", 0))  # rank 0 runs on MASTER_ADDR: a port free on all its interfaces
         return s.getsockname()[1]
 
 
@@ -60,7 +62,7 @@ def root_comm_id(store: dist.Store, rank: int) -> str:
         return given
     if rank == 0:
         host = _env.get(_env.MASTER_ADDR).strip() or socket.gethostname()
-        store.set(_ROOT_KEY, f"{host}:{_free_port(host)}")
+        store.set(_ROOT_KEY, f"{host}:{_free_port()}")
     return store.get(_ROOT_KEY).decode()
 
 
@@ -86,6 +88,39 @@ def _done(works: list[Future], then=None) -> dist.Work:
     return torch._C._distributed_c10d._create_work_from_future(fut.then(finish))
 
 
+def _first_tensor(args) -> torch.Tensor | None:
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a
+        if isinstance(a, (list, tuple)):
+            t = _first_tensor(a)
+            if t is not None:
+                return t
+    return None
+
+
+class ByDevice:
+    """Routes each transport call by where its tensors are: CPU tensors to ``cpu``, the rest to ``neuron``."""
+
+    def __init__(self, neuron: NrtTransport, cpu: HostGlooTransport) -> None:
+        self.neuron, self.cpu = neuron, cpu
+        self.description = neuron.description
+
+    def buffer(self, t: torch.Tensor) -> torch.Tensor:
+        return t
+
+    def __getattr__(self, name: str):
+        on_neuron, on_cpu = getattr(self.neuron, name), getattr(self.cpu, name)
+        if name in ("shutdown", "abort", "set_timeout"):
+            return lambda *a: (on_neuron(*a), on_cpu(*a))[0]
+
+        def call(*args):
+            t = _first_tensor(args)
+            return (on_cpu if t is not None and t.device.type == "cpu" else on_neuron)(*args)
+
+        return call
+
+
 class NrtTransport:
     description = "Neuron collectives through libnrt"
 
@@ -94,10 +129,13 @@ class NrtTransport:
 
     @classmethod
     def create(cls, store: dist.Store, rank: int, size: int, timeout: timedelta, group_name: str,
-               runtime=_runtime_collectives) -> NrtTransport:
+               runtime=_runtime_collectives) -> ByDevice:
         root = root_comm_id(store, rank)
         os.environ[_env.ROOT_COMM_ID] = root  # libnrt reads it when it creates the global communicator
-        return cls(runtime(root, rank, size, group_name), rank, size)
+        neuron = cls(runtime(root, rank, size, group_name), rank, size)
+        # CPU tensors (object collectives, CPU metrics) never reach the device: gloo carries them.
+        cpu = HostGlooTransport(store, rank, size, timeout, group_name, lambda t: t, prefix="neuron-cpu/")
+        return ByDevice(neuron, cpu)
 
     def buffer(self, t: torch.Tensor) -> torch.Tensor:
         return t  # device tensors: the runtime reads device memory itself

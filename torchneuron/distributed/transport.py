@@ -67,7 +67,7 @@ class HostGlooTransport:
     description = "gloo on host views of device memory (simulator)"
 
     def __init__(self, store: dist.Store, rank: int, size: int, timeout: timedelta, group_name: str,
-                 host_view) -> None:
+                 host_view, prefix: str = "neuron-transport/") -> None:
         opts = dist.ProcessGroupGloo._Options()
         opts._timeout = timeout
         opts._devices = [dist.ProcessGroupGloo.create_default_device()]
@@ -76,7 +76,7 @@ class HostGlooTransport:
         opts._threads = 1
         opts.group_name = group_name
         # Its own key space in the group's store (a "cpu:gloo" sub-backend of the same group uses another).
-        self.gloo = dist.ProcessGroupGloo(dist.PrefixStore("neuron-transport/", store), rank, size, opts)
+        self.gloo = dist.ProcessGroupGloo(dist.PrefixStore(prefix, store), rank, size, opts)
         self._host_view = host_view
 
     def buffer(self, t: torch.Tensor) -> torch.Tensor:
