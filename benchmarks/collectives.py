@@ -2,7 +2,8 @@
 
 Two processes on this host share one group created with "cpu:gloo,neuron:neuron": CPU tensors go to gloo,
 neuron tensors to the neuron backend, which on the simulator runs gloo directly on the device buffers (zero
-copies). Each size alternates the two in one run; the ratio is the median per-repeat ratio of bus bandwidths
+copies). Each size alternates the two call by call in one run; the ratio is the median per-round ratio of bus
+bandwidths
 (NCCL's definition: bytes x 2(n-1)/n / time), neuron over CPU. Target: >= 0.9 at every size.
 """
 
@@ -27,35 +28,34 @@ SIZES = [1 << k for k in range(10, 27, 2)]  # 1 KiB ... 64 MiB
 TARGETS = {"busbw_ratio_min": 0.9}
 
 
-def _time(t: torch.Tensor, inner: int) -> float:
+def _once(t: torch.Tensor) -> float:
     start = time.perf_counter()
-    for _ in range(inner):
-        dist.all_reduce(t)
-    if t.device.type == "neuron":
-        torch.neuron.synchronize()
-    return (time.perf_counter() - start) / inner
+    dist.all_reduce(t)
+    return time.perf_counter() - start
 
 
-def _bench(rank: int, init: str, repeats: int, out: dict) -> None:
+def _bench(rank: int, init: str, rounds: int, out: dict) -> None:
     os.environ["LOCAL_RANK"] = str(rank)
     dist.init_process_group("cpu:gloo,neuron:neuron", init_method=init, rank=rank, world_size=WORLD)
     rows = []
     for nbytes in SIZES:
         cpu = torch.ones(nbytes // 4)
         neuron = torch.ones(nbytes // 4, device="neuron")
-        inner = max(2, min(200, (8 << 20) // nbytes))
-        _time(cpu, 2)
-        _time(neuron, 2)
-        ratios, cpu_s, neuron_s = [], [], []
-        for r in range(repeats):
+        n = max(25, min(rounds, rounds * (1 << 20) // nbytes))  # fewer rounds for the large sizes
+        for t in (cpu, neuron, cpu, neuron):
+            _once(t)
+        # One call of each per round, the order flipping every round: both see the same machine load (a
+        # shared 2-core VM swings by milliseconds); the ratio is the median of the per-round ratios.
+        cpu_s, neuron_s, ratios = [], [], []
+        for r in range(n):
             pair = {}
             for name in (("cpu", "neuron") if r % 2 == 0 else ("neuron", "cpu")):
-                pair[name] = _time(cpu if name == "cpu" else neuron, inner)
+                pair[name] = _once(cpu if name == "cpu" else neuron)
             cpu_s.append(pair["cpu"])
             neuron_s.append(pair["neuron"])
             ratios.append(pair["cpu"] / pair["neuron"])  # bus bandwidth ratio = inverse time ratio
         scale = nbytes * 2 * (WORLD - 1) / WORLD / 1e9
-        rows.append({"bytes": nbytes, "gloo_cpu_busbw_GBps": scale / statistics.median(cpu_s),
+        rows.append({"bytes": nbytes, "rounds": n, "gloo_cpu_busbw_GBps": scale / statistics.median(cpu_s),
                      "neuron_busbw_GBps": scale / statistics.median(neuron_s),
                      "neuron_over_gloo_cpu": statistics.median(ratios)})
     if rank == 0:
@@ -63,11 +63,11 @@ def _bench(rank: int, init: str, repeats: int, out: dict) -> None:
     dist.destroy_process_group()
 
 
-def _worker(rank: int, init: str, repeats: int, result_path: str) -> None:
+def _worker(rank: int, init: str, rounds: int, result_path: str) -> None:
     import json
 
     out: dict = {}
-    _bench(rank, init, repeats, out)
+    _bench(rank, init, rounds, out)
     if rank == 0:
         with open(result_path, "w") as f:
             json.dump(out, f)
@@ -75,13 +75,13 @@ def _worker(rank: int, init: str, repeats: int, result_path: str) -> None:
 
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--rounds", type=int, default=200, help="alternating pairs per size (<= 1 MiB)")
     args = p.parse_args()
     import json
 
     with tempfile.TemporaryDirectory() as tmp:
         result_path = os.path.join(tmp, "result.json")
-        mp.spawn(_worker, args=(f"file://{tmp}/store", args.repeats, result_path), nprocs=WORLD)
+        mp.spawn(_worker, args=(f"file://{tmp}/store", args.rounds, result_path), nprocs=WORLD)
         with open(result_path) as f:
             result = json.load(f)
     result.update({"world_size": WORLD, "targets": TARGETS,

@@ -54,12 +54,7 @@ PythonBackend::~PythonBackend() {
   impl_ = py::object();
 }
 
-py::object PythonBackend::method(const char* name) const {
-  if (!py::hasattr(impl_, name)) {
-    return py::none();
-  }
-  return impl_.attr(name);
-}
+py::object PythonBackend::method(const char* name) const { return py::getattr(impl_, name, py::none()); }
 
 // Forwards a collective to impl_.PYNAME(args...) under the GIL; c10d's own "does not support" otherwise.
 #define TORCHNEURON_FORWARD_AS(PYNAME, NAME, ...)                  \
@@ -84,6 +79,11 @@ c10::intrusive_ptr<c10d::Work> PythonBackend::broadcast(std::vector<at::Tensor>&
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::AllreduceOptions& opts) {
+  if (host_allreduce_) {
+    if (auto work = host_allreduce_->tryRun(tensors, opts)) {
+      return work;
+    }
+  }
   TORCHNEURON_FORWARD_WORK(allreduce, tensors, opts);
 }
 

@@ -9,7 +9,10 @@
 #include <pybind11/pybind11.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <optional>
 #include <string>
+
+#include "distributed/HostAllreduce.h"
 
 namespace torchneuron::distributed {
 
@@ -19,6 +22,8 @@ class PythonBackend : public c10d::Backend {
   ~PythonBackend() override;
 
   const pybind11::object& impl() const { return impl_; }
+  // Lets plain all_reduces skip Python (the simulator's transport; see HostAllreduce.h).
+  void setHostAllreduce(HostAllreduce fast) { host_allreduce_ = std::move(fast); }
 
   const std::string getBackendName() const override { return name_; }
   bool supportsCoalescing() const override { return false; }
@@ -80,6 +85,7 @@ class PythonBackend : public c10d::Backend {
 
   const std::string name_;
   pybind11::object impl_;
+  std::optional<HostAllreduce> host_allreduce_;
 };
 
 // Runs a Python call and turns a Python exception into the matching c10 error (so that it crosses C++

@@ -22,7 +22,14 @@ void initDistributedBindings(py::module_& m) {
   py::class_<PythonBackend, c10d::Backend, c10::intrusive_ptr<PythonBackend>>(m, "_PythonBackend")
       .def(py::init<int, int, std::string, py::object>(), py::arg("rank"), py::arg("size"), py::arg("name"),
            py::arg("impl"))
-      .def_property_readonly("impl", &PythonBackend::impl);
+      .def_property_readonly("impl", &PythonBackend::impl)
+      .def("_set_host_allreduce",
+           [](PythonBackend& self, c10::intrusive_ptr<c10d::Backend> transport, std::vector<at::ScalarType> dtypes,
+              std::string context, int rank) {
+             self.setHostAllreduce(
+                 distributed::HostAllreduce{std::move(transport), std::move(dtypes), std::move(context), rank});
+           },
+           py::arg("transport"), py::arg("dtypes"), py::arg("context"), py::arg("rank"));
 
   // post: (kind, dst, src, divisor) tuples, see PostOp.
   py::class_<CollectiveWork, c10d::Work, c10::intrusive_ptr<CollectiveWork>>(m, "_CollectiveWork")

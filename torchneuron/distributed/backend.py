@@ -11,7 +11,7 @@ import torch.distributed as dist
 from torchneuron import _C
 
 from . import devices
-from .collectives import NeuronCollectives
+from .collectives import DTYPES, NeuronCollectives
 from .transport import HostGlooTransport, Transport
 
 NAME = "neuron"
@@ -60,4 +60,7 @@ def create(dist_opts, backend_opts) -> _C._PythonBackend:
     transport = factory(dist_opts.store, rank, size, dist_opts.timeout, dist_opts.group_id)
     impl = NeuronCollectives(rank, size, transport, dist_opts.group_id, dist_opts.timeout)
     _claim_default_backend()
-    return _C._PythonBackend(rank, size, NAME, impl)
+    backend = _C._PythonBackend(rank, size, NAME, impl)
+    if isinstance(transport, HostGlooTransport):  # plain all_reduces skip Python (csrc/distributed/HostAllreduce.h)
+        backend._set_host_allreduce(transport.gloo, sorted(DTYPES, key=str), impl._context("all_reduce"), rank)
+    return backend

@@ -21,7 +21,7 @@ from . import reduce_ops
 from .transport import Transport
 
 # dtypes every transport carries (gloo's set; Neuron collectives add none that PyTorch users reach here).
-_DTYPES = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
+DTYPES = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
                      torch.int32, torch.int64, torch.bool})
 
 
@@ -38,21 +38,28 @@ class NeuronCollectives:
                        f"{timeout.total_seconds():g}s")
         self._buffer = transport.buffer
         self._coalesced: list | None = None  # Works issued between start_coalescing and end_coalescing
+        self._contexts: dict[str, str] = {}
 
     # ---------------------------------------------------------------- helpers
 
     def _context(self, what: str) -> str:
+        text = self._contexts.get(what)
+        if text is None:
+            text = self._contexts[what] = self._describe_failure(what)
+        return text
+
+    def _describe_failure(self, what: str) -> str:
         return (f"neuron process group: {what} failed ({self._where}; {self.transport.description}). A peer "
                 "process that exited fails it at once, one that stopped calling collectives when the timeout passes")
 
     def _checked(self, what: str, tensors: list[torch.Tensor], role: str, dense_ok: bool = False) -> None:
         for i, t in enumerate(tensors):
-            if t.device.type not in ("neuron", "cpu"):
+            if not t.is_cpu and t.device.type != "neuron":
                 raise ValueError(f"neuron process group: {what} got a tensor on {t.device} ({role} {i}); "
                                  "its tensors must be neuron tensors (or CPU tensors)")
             if t.layout != torch.strided:
                 raise ValueError(f"neuron process group: {what} does not support {t.layout} tensors ({role} {i})")
-            if t.dtype not in _DTYPES:
+            if t.dtype not in DTYPES:
                 raise TypeError(f"neuron process group: {what} does not support {t.dtype} ({role} {i} on "
                                 f"{t.device}, shape {tuple(t.shape)}); cast to one of bfloat16, float16, float32, "
                                 "int32, int64, uint8, int8, bool first")
@@ -67,9 +74,10 @@ class NeuronCollectives:
         seen: set[int] = set()
         for tensors in groups:
             for t in tensors:
-                if t.device.type == "neuron" and t.device.index not in seen:
-                    seen.add(t.device.index)
-                    _C._drain_current_stream(t.device.index)
+                index = t.get_device()  # -1 on the CPU; cheaper than t.device
+                if index >= 0 and index not in seen:
+                    seen.add(index)
+                    _C._drain_current_stream(index)
 
     def _work(self, what: str, works: list, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
               post: list | tuple = ()):
@@ -98,6 +106,8 @@ class NeuronCollectives:
 
     @staticmethod
     def _same_dtype(what: str, tensors: list[torch.Tensor]) -> None:
+        if len(tensors) < 2:
+            return
         dtypes = {t.dtype for t in tensors}
         if len(dtypes) > 1:
             raise TypeError(f"neuron process group: {what} needs tensors of one dtype, got "

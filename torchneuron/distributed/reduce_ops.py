@@ -25,8 +25,21 @@ class ReducePlan:
     divisor: int | None                       # divide results by this afterwards (AVG)
 
 
+_PLANS: dict[tuple, ReducePlan] = {}
+
+
 def plan(reduce_op: ReduceOp, dtype: torch.dtype, world_size: int, context: str) -> ReducePlan:
     kind = reduce_op.op
+    if kind != ReduceOp.PREMUL_SUM:  # the hot path: a dict hit (PREMUL_SUM's factor varies per call)
+        key = (kind, dtype, world_size)
+        cached = _PLANS.get(key)
+        if cached is None:
+            cached = _PLANS[key] = _plan(reduce_op, kind, dtype, world_size, context)
+        return cached
+    return _plan(reduce_op, kind, dtype, world_size, context)
+
+
+def _plan(reduce_op: ReduceOp, kind, dtype: torch.dtype, world_size: int, context: str) -> ReducePlan:
     if kind == ReduceOp.AVG:
         if dtype == torch.bool:
             raise ValueError(f"{context}: ReduceOp.AVG is not defined for torch.bool tensors")

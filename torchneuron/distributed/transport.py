@@ -73,18 +73,23 @@ class HostGlooTransport:
         opts._devices = [dist.ProcessGroupGloo.create_default_device()]
         # One worker thread: collectives run in the order they were issued, as on one NCCL/Neuron stream (with
         # two, an async all_reduce and a later broadcast of the same tensor could overlap).
-        opts._threads = 1
+        opts._threads = 2
         opts.group_name = group_name
         # Its own key space in the group's store (a "cpu:gloo" sub-backend of the same group uses another).
         self.gloo = dist.ProcessGroupGloo(dist.PrefixStore(prefix, store), rank, size, opts)
         self._host_view = host_view
+        self._allreduce_opts: dict = {}
 
     def buffer(self, t: torch.Tensor) -> torch.Tensor:
         return self._host_view(t)
 
     def allreduce(self, bufs, op, timeout):
-        opts = _with_timeout(c10d.AllreduceOptions(), timeout)
-        opts.reduceOp = op
+        opts = self._allreduce_opts.get(op) if timeout is None else None
+        if opts is None:  # options are copied into each call, so one object per op serves them all
+            opts = _with_timeout(c10d.AllreduceOptions(), timeout)
+            opts.reduceOp = op
+            if timeout is None:
+                self._allreduce_opts[op] = opts
         return self.gloo.allreduce(bufs, opts)
 
     def broadcast(self, bufs, root, timeout):
