@@ -17,11 +17,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
-
-from _common import emit, parser  # noqa: E402
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from _common import emit, parser
 
 WORLD = 2
 SIZES = [1 << k for k in range(10, 27, 2)]  # 1 KiB ... 64 MiB

@@ -42,7 +42,8 @@ def torchrun(script: str, nproc: int, out_dir: Path, *args: str, timeout: float 
     """Runs workers/<script> under torchrun --standalone; returns each rank's JSON report, by rank."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
            *extra_torchrun, str(WORKERS / script), *args]
-    proc = subprocess.run(cmd, env=worker_env(out_dir, **env), capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, env=worker_env(out_dir, **env), capture_output=True, text=True, timeout=timeout,
+                          check=False)
     _check(proc, f"torchrun {script}")
     return reports(out_dir, nproc)
 

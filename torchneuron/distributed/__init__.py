@@ -32,14 +32,13 @@ def describe() -> str:
     """One line for `python -m torchneuron info`."""
     if not dist.is_available():
         return "torch.distributed is not available in this PyTorch build"
-    registered = BACKEND in dist.Backend.backend_list
-    if not registered:
-        return 'backend "neuron" not registered'
+    if BACKEND not in dist.Backend.backend_list:
+        return 'c10d backend "neuron" not registered'
     from torchneuron import _C
 
-    runtime = _C._runtime_info()["runtime"]
-    transport = ("gloo on host views of device memory" if runtime == "sim"
-                 else "Neuron collectives through libnrt (seam only: not built yet)")
-    default = dist.Backend.default_device_backend_map.get(BACKEND)
-    return (f'init_process_group("neuron"): c10d backend "neuron" for neuron (and CPU) tensors over {transport}'
-            f"; default for neuron as accelerator: {default}")
+    sim = _C._runtime_info()["runtime"] == "sim"
+    transport = ("gloo on host views of device memory (simulator)" if sim
+                 else "Neuron collectives through libnrt: not built yet")
+    default = dist.Backend.default_device_backend_map.get(BACKEND) == BACKEND
+    return (f'c10d backend "neuron" (init_process_group("neuron"){", the default for neuron" if default else ""})'
+            f" over {transport}")

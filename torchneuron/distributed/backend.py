@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Callable
 
 import torch.distributed as dist
 

@@ -54,6 +54,6 @@ def assert_same_params(actual: torch.nn.Module, expected: torch.nn.Module, atol=
     a = dict(actual.named_parameters())
     e = dict(expected.named_parameters())
     assert a.keys() == e.keys(), (sorted(a), sorted(e))
-    for name in e:
-        torch.testing.assert_close(full(a[name]).detach().cpu(), full(e[name]).detach().cpu(), atol=atol, rtol=rtol,
-                                   msg=lambda m, name=name: f"{name}: {m}")
+    for name, expected_param in e.items():
+        torch.testing.assert_close(full(a[name]).detach().cpu(), full(expected_param).detach().cpu(), atol=atol,
+                                   rtol=rtol, msg=lambda m, name=name: f"{name}: {m}")

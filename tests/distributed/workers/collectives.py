@@ -13,9 +13,8 @@ import sys
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as fc
-from torch.distributed import ReduceOp
-
 from _report import Checks
+from torch.distributed import ReduceOp
 
 DTYPES = [torch.float32, torch.bfloat16, torch.int64]
 NEURON = torch.device("neuron")

@@ -8,7 +8,6 @@ import warnings
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as fc
-
 from _report import Checks
 
 NEURON = torch.device("neuron")

@@ -10,10 +10,9 @@ import copy
 
 import torch
 import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
-
 from _report import Checks
 from _training import NEURON, assert_same_params, batches, model, shard, train
+from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 def ddp_matches_single_process():

@@ -10,13 +10,12 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from _report import Checks
+from _training import assert_same_params, batches, model, shard, train
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
-
-from _report import Checks
-from _training import assert_same_params, batches, model, shard, train
 
 
 def sharded(m, mesh, mp=None):

@@ -10,10 +10,9 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
-
 from _report import Checks
 
-TIMEOUT_S = 5.0
+TIMEOUT_S = 3.0
 
 
 def main() -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import faulthandler
 import os
 
+import fake_nrt
 import torch
 import torch.distributed as dist
-
-import fake_nrt
 from collectives import Suite
+
 from torchneuron.distributed import backend
 from torchneuron.distributed.nrt_transport import NrtTransport
 

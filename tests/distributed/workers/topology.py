@@ -7,7 +7,6 @@ import os
 
 import torch
 import torch.distributed as dist
-
 from _report import Checks
 
 
