@@ -113,6 +113,21 @@ class NeuronCollectives:
             raise TypeError(f"neuron process group: {what} needs tensors of one dtype, got "
                             f"{sorted(str(d) for d in dtypes)}")
 
+    def _one_and_list(self, what: str, ones: list[torch.Tensor], one_role: str, lists: list[list[torch.Tensor]],
+                      list_role: str) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """The single tensor and the per-rank list of an all_gather / reduce_scatter, checked."""
+        if len(ones) != 1 or len(lists) != 1:
+            raise ValueError(f"neuron process group: {what} takes one {one_role} tensor and one {list_role} list per "
+                             "process")
+        one, lst = ones[0], lists[0]
+        if len(lst) != self.size:
+            raise ValueError(f"neuron process group: {what} needs {self.size} {list_role} tensors (one per rank), "
+                             f"got {len(lst)}")
+        self._checked(what, ones, one_role)
+        self._checked(what, lst, list_role)
+        self._same_dtype(what, [one, *lst])
+        return one, lst
+
     def _divide(self, bufs: list[torch.Tensor], divisor: int | None) -> list:
         return [] if divisor is None else [(_C._POST_DIV, b, b, divisor) for b in bufs]
 
@@ -182,15 +197,7 @@ class NeuronCollectives:
 
     def reduce_scatter(self, outputs: list[torch.Tensor], input_lists: list[list[torch.Tensor]], opts) -> dist.Work:
         what = "reduce_scatter"
-        if len(outputs) != 1 or len(input_lists) != 1:
-            raise ValueError(f"neuron process group: {what} takes one output tensor and one input list per process")
-        out, inputs = outputs[0], input_lists[0]
-        if len(inputs) != self.size:
-            raise ValueError(f"neuron process group: {what} needs {self.size} input tensors (one per rank), got "
-                             f"{len(inputs)}")
-        self._checked(what, outputs, "output")
-        self._checked(what, inputs, "input")
-        self._same_dtype(what, [out, *inputs])
+        out, inputs = self._one_and_list(what, outputs, "output", input_lists, "input")
         plan = reduce_ops.plan(opts.reduceOp, out.dtype, self.size, what)
         self._ready(outputs, inputs)
         out_buf = self._buffer(out)
@@ -253,15 +260,7 @@ class NeuronCollectives:
 
     def allgather(self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor], opts) -> dist.Work:
         what = "all_gather"
-        if len(inputs) != 1 or len(output_lists) != 1:
-            raise ValueError(f"neuron process group: {what} takes one input tensor and one output list per process")
-        outs, inp = output_lists[0], inputs[0]
-        if len(outs) != self.size:
-            raise ValueError(f"neuron process group: {what} needs {self.size} output tensors (one per rank), got "
-                             f"{len(outs)}")
-        self._checked(what, inputs, "input")
-        self._checked(what, outs, "output")
-        self._same_dtype(what, [inp, *outs])
+        inp, outs = self._one_and_list(what, inputs, "input", output_lists, "output")
         self._ready(inputs, outs)
         in_buf, out_bufs = self._buffer(inp), [self._buffer(o) for o in outs]
         if all(o.shape == inp.shape for o in outs):

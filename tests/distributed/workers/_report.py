@@ -20,8 +20,10 @@ class Checks:
 
     def run(self, name: str, fn, *args) -> None:
         try:
-            fn(*args)
+            result = fn(*args)
             self.passed.append(name)
+            if result is not None:
+                self.values[name] = result
         except Exception:  # noqa: BLE001  (recorded: the test prints every failing check)
             self.failed[name] = traceback.format_exc(limit=6)
 
@@ -30,3 +32,19 @@ class Checks:
         out = Path(os.environ["WORKER_OUT"]) / f"rank{rank}.json"
         out.write_text(json.dumps({"rank": rank, "passed": self.passed, "failed": self.failed,
                                    "values": self.values}, default=str))
+
+
+
+def run_job(backend: str | None, checks: list, setup=tuple) -> None:
+    """A worker's main: create the group, run the named checks with the arguments ``setup()`` returns (made
+    once the group exists), report, tear down. A check's return value is reported under its name."""
+    if backend is None:
+        dist.init_process_group()
+    else:
+        dist.init_process_group(backend)
+    args = setup()
+    report = Checks()
+    for name, fn in checks:
+        report.run(name, fn, *args)
+    report.write()
+    dist.destroy_process_group()

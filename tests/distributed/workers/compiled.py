@@ -8,7 +8,7 @@ import warnings
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as fc
-from _report import Checks
+from _report import run_job
 
 NEURON = torch.device("neuron")
 
@@ -39,7 +39,7 @@ def compiled_matches_eager():
     assert m["graphs_compiled"] == 1 and m["partitions"] == 1, m
     assert m["lowered_pieces"] >= 2 and m["eager_pieces"] >= 1, m
     assert m["fallback_ops"] == {}, m
-    CHECKS.values["metrics"] = m
+    return m
 
 
 def compiled_backward():
@@ -58,16 +58,9 @@ def compiled_backward():
     torch.testing.assert_close(w.grad.cpu(), ref.grad.cpu(), atol=1e-5, rtol=1e-4)
 
 
-CHECKS = Checks()
-
-
 def main() -> None:
-    dist.init_process_group("neuron")
-    checks = CHECKS
-    checks.run("compiled functional collectives", compiled_matches_eager)
-    checks.run("compiled backward through all_reduce", compiled_backward)
-    checks.write()
-    dist.destroy_process_group()
+    run_job("neuron", [("compiled functional collectives", compiled_matches_eager),
+                       ("compiled backward through all_reduce", compiled_backward)])
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import copy
 
 import torch
 import torch.distributed as dist
-from _report import Checks
+from _report import run_job
 from _training import NEURON, assert_same_params, batches, model, shard, train
 from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -75,18 +75,16 @@ def ddp_find_unused_parameters():
                                rtol=1e-4)
 
 
-def main() -> None:
-    dist.init_process_group()  # neuron is the accelerator: the default map picks backend "neuron"
-    checks = Checks()
+def the_group():
     world = dist.group.WORLD
-    checks.values["backend"] = world._get_backend(torch.device("neuron")).name()
-    checks.values["default backend"] = world._get_backend_name()
-    checks.values["device"] = torch.neuron.current_device()
-    checks.run("ddp matches single process", ddp_matches_single_process)
-    checks.run("ddp no_sync", ddp_no_sync_accumulation)
-    checks.run("ddp find_unused_parameters", ddp_find_unused_parameters)
-    checks.write()
-    dist.destroy_process_group()
+    return {"backend": world._get_backend(torch.device("neuron")).name(), "default backend": world._get_backend_name(),
+            "device": torch.neuron.current_device()}
+
+
+def main() -> None:
+    # no backend: neuron is the accelerator, so the default device-backend map picks "neuron"
+    run_job(None, [("the group", the_group), ("ddp matches single process", ddp_matches_single_process),
+                   ("ddp no_sync", ddp_no_sync_accumulation), ("ddp find_unused_parameters", ddp_find_unused_parameters)])
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import copy
 
 import torch
 import torch.distributed as dist
-from _report import Checks
+from _report import run_job
 from _training import NEURON, assert_same_params, batches, model, train
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Replicate, Shard, distribute_tensor
@@ -72,14 +72,9 @@ def tensor_parallel_gpt(mesh):
 
 
 def main() -> None:
-    dist.init_process_group("neuron")
-    mesh = init_device_mesh("neuron", (dist.get_world_size(),))
-    checks = Checks()
-    checks.run("redistribution", redistribution, mesh)
-    checks.run("tensor-parallel linear pair", tensor_parallel_pair, mesh)
-    checks.run("tensor-parallel gpt training", tensor_parallel_gpt, mesh)
-    checks.write()
-    dist.destroy_process_group()
+    run_job("neuron", [("redistribution", redistribution), ("tensor-parallel linear pair", tensor_parallel_pair),
+                       ("tensor-parallel gpt training", tensor_parallel_gpt)],
+            setup=lambda: (init_device_mesh("neuron", (dist.get_world_size(),)),))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from _report import Checks
+from _report import run_job
 from _training import assert_same_params, batches, model, shard, train
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 from torch.distributed.device_mesh import init_device_mesh
@@ -83,14 +83,9 @@ def checkpoint_round_trip(mesh):
 
 
 def main() -> None:
-    dist.init_process_group("neuron")
-    mesh = init_device_mesh("neuron", (dist.get_world_size(),))
-    checks = Checks()
-    checks.run("fsdp2 matches single process", fsdp_matches_single_process, mesh)
-    checks.run("fsdp2 mixed precision", fsdp_mixed_precision, mesh)
-    checks.run("dcp round trip", checkpoint_round_trip, mesh)
-    checks.write()
-    dist.destroy_process_group()
+    run_job("neuron", [("fsdp2 matches single process", fsdp_matches_single_process),
+                       ("fsdp2 mixed precision", fsdp_mixed_precision), ("dcp round trip", checkpoint_round_trip)],
+            setup=lambda: (init_device_mesh("neuron", (dist.get_world_size(),)),))
 
 
 if __name__ == "__main__":
