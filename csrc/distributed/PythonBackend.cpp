@@ -79,7 +79,7 @@ c10::intrusive_ptr<c10d::Work> PythonBackend::broadcast(std::vector<at::Tensor>&
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::AllreduceOptions& opts) {
-  if (host_allreduce_) {
+  if (host_allreduce_ && !coalescing_) {  // while coalescing, Python collects every Work
     if (auto work = host_allreduce_->tryRun(tensors, opts)) {
       return work;
     }
@@ -173,7 +173,10 @@ c10::intrusive_ptr<c10d::Work> PythonBackend::recvAnysource(std::vector<at::Tens
   TORCHNEURON_FORWARD_AS(recv_anysource, recvAnysource, tensors, tag);
 }
 
-c10::intrusive_ptr<c10d::Work> PythonBackend::endCoalescing() { TORCHNEURON_FORWARD_AS(end_coalescing, endCoalescing); }
+c10::intrusive_ptr<c10d::Work> PythonBackend::endCoalescing() {
+  coalescing_ = false;
+  TORCHNEURON_FORWARD_AS(end_coalescing, endCoalescing);
+}
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::barrier(const c10d::BarrierOptions& opts) {
   TORCHNEURON_FORWARD_WORK(barrier, opts);
@@ -212,6 +215,7 @@ void PythonBackend::startCoalescing() {
   if (!callIfDefined(impl_, "start_coalescing", nullptr)) {
     c10d::Backend::startCoalescing();
   }
+  coalescing_ = true;
 }
 
 void PythonBackend::setTimeout(std::chrono::milliseconds timeout) {

@@ -86,6 +86,7 @@ class PythonBackend : public c10d::Backend {
   const std::string name_;
   pybind11::object impl_;
   std::optional<HostAllreduce> host_allreduce_;
+  bool coalescing_ = false;
 };
 
 // Runs a Python call and turns a Python exception into the matching c10 error (so that it crosses C++

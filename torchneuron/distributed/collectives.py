@@ -25,6 +25,9 @@ DTYPES = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16,
                      torch.int32, torch.int64, torch.bool})
 
 
+_DTYPE_NAMES = ", ".join(sorted(str(d).removeprefix("torch.") for d in DTYPES))
+
+
 def _timeout(opts) -> timedelta | None:
     t = opts.timeout
     return None if t < timedelta(0) else t
@@ -61,8 +64,7 @@ class NeuronCollectives:
                 raise ValueError(f"neuron process group: {what} does not support {t.layout} tensors ({role} {i})")
             if t.dtype not in DTYPES:
                 raise TypeError(f"neuron process group: {what} does not support {t.dtype} ({role} {i} on "
-                                f"{t.device}, shape {tuple(t.shape)}); cast to one of bfloat16, float16, float32, "
-                                "int32, int64, uint8, int8, bool first")
+                                f"{t.device}, shape {tuple(t.shape)}); cast to one of {_DTYPE_NAMES} first")
             if not (t.is_contiguous() or (dense_ok and t.is_contiguous(memory_format=torch.channels_last))):
                 raise ValueError(f"neuron process group: {what} needs contiguous tensors, as NCCL does: {role} {i} "
                                  f"on {t.device} has shape {tuple(t.shape)} and stride {t.stride()}; pass "
@@ -86,8 +88,8 @@ class NeuronCollectives:
             self._coalesced.append(work)
         return work
 
-    # torch.distributed's _coalescing_manager(device=...): the collectives in between run as they are issued
-    # (one transport queue keeps them in order); end_coalescing returns one Work for all of them.
+    # torch.distributed's _coalescing_manager(device=...): the collectives in between run as they are issued;
+    # end_coalescing returns one Work for all of them.
     def start_coalescing(self) -> None:
         if self._coalesced is not None:
             raise RuntimeError("neuron process group: start_coalescing called twice without end_coalescing")

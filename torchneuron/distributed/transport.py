@@ -71,8 +71,9 @@ class HostGlooTransport:
         opts = dist.ProcessGroupGloo._Options()
         opts._timeout = timeout
         opts._devices = [dist.ProcessGroupGloo.create_default_device()]
-        # One worker thread: collectives run in the order they were issued, as on one NCCL/Neuron stream (with
-        # two, an async all_reduce and a later broadcast of the same tensor could overlap).
+        # gloo's default two worker threads: with one, each small collective waits for the previous one's
+        # completion to unwind (0.3-0.6x gloo-on-CPU at <= 1 MiB, benchmarks/collectives.py). As with gloo,
+        # two async collectives may then overlap (docs/distributed.md).
         opts._threads = 2
         opts.group_name = group_name
         # Its own key space in the group's store (a "cpu:gloo" sub-backend of the same group uses another).
