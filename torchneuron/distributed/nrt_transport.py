@@ -237,7 +237,9 @@ class NrtTransport:
     def alltoall_single(self, out, inp, out_splits, in_splits, timeout):
         if not out_splits and not in_splits:
             return _done([self.cc.all_to_all(out.view(-1), inp.reshape(-1), timeout)])
-        rows = lambda t, splits: list(t.split(splits or [t.shape[0] // self.size] * self.size))
+        def rows(t, splits):
+            return list(t.split(splits or [t.shape[0] // self.size] * self.size))
+
         return self._padded_all_to_all(rows(out, out_splits), rows(inp, in_splits), timeout)
 
     def alltoall(self, outs, ins, timeout):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from tests.training.models import GPT
+from torchneuron.testing.models import GPT
 
 NEURON = torch.device("neuron")
 VOCAB, CTX, BATCH = 64, 16, 8
@@ -35,7 +35,8 @@ def shard(batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch
 
 def train(m: torch.nn.Module, data, step_batches=lambda b: [b], opt=None) -> list[float]:
     """SGD-with-momentum steps (an update proportional to the gradient keeps fp32 differences fp32-sized; Adam
-    would blow up the rounding of near-zero gradients); ``step_batches`` maps a global batch to the micro-batches one step accumulates."""
+    would blow up the rounding of near-zero gradients); ``step_batches`` maps a global batch to the
+    micro-batches one step accumulates."""
     opt = opt or torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
     losses = []
     for batch in data:

@@ -84,7 +84,8 @@ def the_group():
 def main() -> None:
     # no backend: neuron is the accelerator, so the default device-backend map picks "neuron"
     run_job(None, [("the group", the_group), ("ddp matches single process", ddp_matches_single_process),
-                   ("ddp no_sync", ddp_no_sync_accumulation), ("ddp find_unused_parameters", ddp_find_unused_parameters)])
+                   ("ddp no_sync", ddp_no_sync_accumulation),
+                   ("ddp find_unused_parameters", ddp_find_unused_parameters)])
 
 
 if __name__ == "__main__":
