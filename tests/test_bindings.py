@@ -19,7 +19,8 @@ PENDING = {"_execute_neff": "issue 13: NEFF execution on the nrt runtime (compil
 
 def _stub_names() -> set[str]:
     tree = ast.parse(STUB.read_text())
-    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    return names | {n.target.id for n in tree.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
 
 
 def _bound() -> set[str]:

@@ -13,7 +13,9 @@ def test_info_reports_runtime_target_devices_and_versions():
     out = _run("info")
     assert out.returncode == 0, out.stderr
     for text in ("runtime      : sim", "target       : trn2", "devices      : 4", "neuron:3", "torch_mlir",
-                 'torch.compile: backend="neuron" (torchneuron.dynamo.backend:neuron_backend)'):
+                 'torch.compile: backend="neuron" (torchneuron.dynamo.backend:neuron_backend)',
+                 ('distributed  : c10d backend "neuron" (init_process_group("neuron"), the default for neuron) over '
+                  "gloo on host views of device memory (simulator)")):
         assert text in out.stdout
 
 

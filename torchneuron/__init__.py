@@ -41,6 +41,12 @@ from torchneuron.device import _first_use  # noqa: E402
 
 _first_use.defer_to_first_initialisation()
 
+from torchneuron import distributed as _distributed  # noqa: E402  (registers the c10d backend's name only)
+from torchneuron.distributed import data_parallel as _data_parallel  # noqa: E402
+
+_distributed.register()
+_data_parallel.install()  # at import: it keeps nn.DataParallel on CPU modules as it is without torchneuron
+
 from torchneuron.device._backward_thread import backward_on_caller  # noqa: E402
 
 __version__ = "0.1.0"

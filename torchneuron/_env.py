@@ -51,6 +51,13 @@ COMPILE_FALLBACK = _var("TORCHNEURON_COMPILE_FALLBACK", "warn", "warn or error: 
 DEBUG_DIR = _var("TORCHNEURON_DEBUG_DIR", "", "keep each compiled graph's FX graph, partition, StableHLO and executable in this directory")
 SIM_EXECUTOR = _var("TORCHNEURON_SIM_EXECUTOR", "xla", "xla: compiled graphs run as StableHLO on XLA:CPU (the Trn host's program); inductor: lowered pieces run through inductor on host views (StableHLO still lowered and kept)")
 
+# --- distributed (issue 12) ---
+VISIBLE_CORES = _var("NEURON_RT_VISIBLE_CORES", "", "NeuronCores this process sees, e.g. 0-1 or 2,3 (the Neuron runtime's variable; on the sim: a slice of the simulated cores, renumbered from neuron:0)")
+ROOT_COMM_ID = _var("NEURON_RT_ROOT_COMM_ID", "", "Trn host: host:port of the Neuron collectives root; set by init_process_group('neuron') from MASTER_ADDR when unset")
+LOCAL_RANK = _var("LOCAL_RANK", "", "set by torchrun: this process's index on its host; the neuron process group makes neuron:LOCAL_RANK the current device")
+LOCAL_WORLD_SIZE = _var("LOCAL_WORLD_SIZE", "", "set by torchrun: processes on this host; at most one per visible NeuronCore")
+MASTER_ADDR = _var("MASTER_ADDR", "", "set by torchrun: address of rank 0 (the Neuron collectives root on a Trn host)")
+
 # --- NKI (issue 4) ---
 NKI_TARGET = _var("NEURON_PLATFORM_TARGET_OVERRIDE", "", "NKI target (trn1, trn2 or trn3); falls back to TORCHNEURON_TARGET")
 NKI_ALIASES = _var("TORCHNEURON_NKI_ALIASES", "0", "1: `import nki` / `import neuronxcc.nki` resolve to torchneuron.nki when not installed")

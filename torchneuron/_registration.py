@@ -7,7 +7,7 @@ import warnings
 
 import torch
 
-from torchneuron import _env, fp64_rule
+from torchneuron import _env, _visible_cores, fp64_rule
 
 _UNCLAIMED = "privateuseone"
 
@@ -57,13 +57,15 @@ def configure(C) -> None:
     """Pass every setting the C++ layer needs (it reads no environment variable itself), before any use."""
     devices = _env.get(_env.SIM_DEVICES)
     hbm_mb = _env.get(_env.SIM_HBM_MB)
-    C._configure(
-        _env.get(_env.RUNTIME),
-        _env.get(_env.TARGET),
-        int(devices) if devices else 0,
-        int(float(hbm_mb) * (1 << 20)) if hbm_mb else 0,
-        _env.flag(_env.LAUNCH_BLOCKING),
-    )
+
+    def configure_runtime(count: int) -> None:
+        C._configure(_env.get(_env.RUNTIME), _env.get(_env.TARGET), count,
+                     int(float(hbm_mb) * (1 << 20)) if hbm_mb else 0, _env.flag(_env.LAUNCH_BLOCKING))
+
+    configure_runtime(int(devices) if devices else 0)
+    cores = _visible_cores.visible_cores(C._device_count())  # NEURON_RT_VISIBLE_CORES: a slice of them
+    if cores is not None:
+        configure_runtime(len(cores))
     fp64_rule.configure(C)
     C._set_autograd_thread_intra_op_threads(_autograd_threads())
 

@@ -19,7 +19,9 @@ def info() -> int:
     print(f"runtime      : {rt['runtime']}  (TORCHNEURON_RUNTIME={_env.get(_env.RUNTIME)}; libnrt: "
           f"{'found at ' + path if loaded else 'not found'})")
     print(f"target       : {rt['target']}  ({rt['instance']}, {rt['core_generation']}, LNC={rt['lnc']})")
-    print(f"devices      : {rt['devices']}  x {rt['hbm_bytes_per_device'] / (1 << 30):.1f} GiB HBM each")
+    cores = _env.get(_env.VISIBLE_CORES).strip()
+    print(f"devices      : {rt['devices']}  x {rt['hbm_bytes_per_device'] / (1 << 30):.1f} GiB HBM each"
+          + (f"  (NEURON_RT_VISIBLE_CORES={cores})" if cores else ""))
     for i in range(torch.neuron.device_count()):
         free, total = torch.neuron.mem_get_info(i)
         print(f"  neuron:{i}   {torch.neuron.get_device_name(i)}  free {free / (1 << 30):.1f} / "
@@ -34,6 +36,9 @@ def info() -> int:
             versions.append(f"{mod} (not installed)")
     print("versions     : " + ", ".join(versions))
     print(f"torch.compile: {_compile_backend(rt['runtime'], _env.get(_env.SIM_EXECUTOR))}")
+    from torchneuron import distributed
+
+    print(f"distributed  : {distributed.describe()}")
     return 0
 
 

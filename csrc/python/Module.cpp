@@ -15,6 +15,7 @@
 #include "device/PinnedAllocator.h"
 #include "device/Streams.h"
 #include "python/ProfilerBindings.h"
+#include "python/DistributedBindings.h"
 #include "python/PythonHooks.h"
 #include "runtime/NrtLoader.h"
 #include "runtime/Runtime.h"
@@ -192,4 +193,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_adopt_host_tensor", [](const at::Tensor& cpu, int index) {
     return adoptHostTensor(cpu, static_cast<c10::DeviceIndex>(index));
   });
+  python::initDistributedBindings(m);
 }

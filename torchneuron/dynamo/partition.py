@@ -39,6 +39,17 @@ class EagerReason:
     why: str
     random: bool
     where: str
+    collective: bool = False
+
+    @property
+    def expected(self) -> bool:
+        """Eager by design (random draws, collectives through the process group), not for want of a lowering."""
+        return self.random or self.collective
+
+
+# Collectives (functional collectives in Dynamo graphs) run through the process group: on the simulator as
+# eager pieces; on a Trn host they would be Neuron collectives inside the compiled graph.
+_COLLECTIVE_NAMESPACES = ("_c10d_functional", "c10d", "c10d_functional")
 
 
 def op_name(node: fx.Node) -> str:
@@ -80,6 +91,11 @@ def classify(gm: fx.GraphModule, forced: dict[str, str]) -> tuple[dict[fx.Node, 
         if not isinstance(node.target, torch._ops.OpOverload):
             kinds[node] = EAGER
             reasons[node] = EagerReason(name, "not an ATen op", False, source_line(node))
+            continue
+        if node.target.namespace in _COLLECTIVE_NAMESPACES:
+            kinds[node] = EAGER
+            reasons[node] = EagerReason(name, "collective: runs through the process group", False, source_line(node),
+                                        collective=True)
             continue
         status = coverage.status(name)
         random = _draws_random_numbers(node, status)

@@ -147,9 +147,9 @@ class Program:
             metrics.add("partitions")
         metrics.add("lowered_pieces", self.n_lowered)
         metrics.add("eager_pieces", self.n_eager)
-        missing = {r.op: r for r in reasons.values() if not r.random}  # one line per op, first site
+        missing = {r.op: r for r in reasons.values() if not r.expected}  # one line per op, first site
         for r in reasons.values():
-            if not r.random:
+            if not r.expected:
                 metrics.fallback(r.op)
         if missing:
             listed = "; ".join(f"{r.op} ({_short(r.why)}{', at ' + r.where if r.where else ''})"
@@ -169,7 +169,7 @@ def _check_strict(name: str, reasons: dict) -> None:
     if _env.get(_env.COMPILE_FALLBACK).strip().lower() != "error":
         return
     for r in reasons.values():
-        if not r.random:
+        if not r.expected:
             raise NeuronCompileError(
                 f"torch.compile(backend='neuron'): {r.op} in {name} has no StableHLO lowering ({r.why})"
                 f"{'; called at ' + r.where if r.where else ''}. {_env.COMPILE_FALLBACK}=error refuses graphs "

@@ -1,0 +1,96 @@
+#pragma once
+// A c10d::Backend whose collectives are Python methods of an implementation object.
+//
+// PyTorch lets Python subclass ProcessGroup (which then replaces the whole group) but not Backend, and only a
+// Backend slots into a group next to others ("cpu:gloo,neuron:neuron") and is reached by every C++ caller:
+// the dispatcher's c10d ops, DDP's reducer, functional collectives. Each virtual here forwards to the method
+// of the same name on `impl` (the names torch.distributed's Backend binding uses); a method `impl` does not
+// define keeps c10d's "does not support" error.
+#include <pybind11/pybind11.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include <optional>
+#include <string>
+
+#include "distributed/HostAllreduce.h"
+
+namespace torchneuron::distributed {
+
+class PythonBackend : public c10d::Backend {
+ public:
+  PythonBackend(int rank, int size, std::string name, pybind11::object impl);
+  ~PythonBackend() override;
+
+  const pybind11::object& impl() const { return impl_; }
+  // Lets plain all_reduces skip Python (the simulator's transport; see HostAllreduce.h).
+  void setHostAllreduce(HostAllreduce fast) { host_allreduce_ = std::move(fast); }
+
+  const std::string getBackendName() const override { return name_; }
+  bool supportsCoalescing() const override { return false; }
+  void setTimeout(std::chrono::milliseconds timeout) override;
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+  void abort() override;
+  void shutdown() override;
+  void eagerConnectSingleDevice(at::Device device) override {}
+  uint64_t getSequenceNumberForGroup() override;
+  void setSequenceNumberForGroup() override;
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
+
+ private:
+  // The bound method `name` of impl_, or None when impl_ does not implement it.
+  pybind11::object method(const char* name) const;
+
+  const std::string name_;
+  pybind11::object impl_;
+  std::optional<HostAllreduce> host_allreduce_;
+  bool coalescing_ = false;
+};
+
+// Runs a Python call and turns a Python exception into the matching c10 error (so that it crosses C++
+// frames that do not hold the GIL, and reaches Python again as ValueError, TypeError, DistBackendError...).
+[[noreturn]] void rethrowPythonError(pybind11::error_already_set& e, const std::string& where);
+
+} // namespace torchneuron::distributed
