@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import importlib.metadata
 import os
 
 import torch
 
-from torchneuron import _env
+from torchneuron import _env, targets
 
 _UNCLAIMED = "privateuseone"
 
@@ -41,15 +42,46 @@ def check_backend_unclaimed() -> None:
 
 
 def configure_runtime(C) -> None:
+    """Hand the runtime its configuration (environment and target table) before anything can create it."""
     devices = _env.get(_env.SIM_DEVICES)
     hbm_mb = _env.get(_env.SIM_HBM_MB)
+    lnc = _env.get(_env.LNC).strip()
+    kind = _env.get(_env.RUNTIME).strip().lower()
+    target = targets.configure()  # TORCHNEURON_TARGET, read once for the process
     C._configure(
-        _env.get(_env.RUNTIME),
-        _env.get(_env.TARGET),
+        kind,
+        target.name,
         int(devices) if devices else 0,
         int(float(hbm_mb) * (1 << 20)) if hbm_mb else 0,
         _env.flag(_env.LAUNCH_BLOCKING),
+        int(lnc) if lnc.isdigit() else 0,
+        targets.table(),
+        torch.__version__,
+        _version(),
     )
+    if kind != "sim":
+        # On nrt the target is the instance's (nrt_get_instance_info). `nrt` asks the runtime (starting it);
+        # `auto` takes it once the runtime exists, and the configured one until then.
+        targets.set_resolver(lambda: C._runtime_target(kind == "nrt"))
+    C._set_nrt_executor(_nrt_executor_trampoline(C))
+    atexit.register(C._nrt_close)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("torchneuron")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.1.0"
+
+
+def _nrt_executor_trampoline(C):
+    """The nrt runtime's eager executor, imported on its first op (the device layer calls it only on nrt)."""
+    def execute(op, args, kwargs):
+        from torchneuron.lowering import nrt_eager
+
+        C._set_nrt_executor(nrt_eager.execute)
+        return nrt_eager.execute(op, args, kwargs)
+    return execute
 
 
 def register(device_module) -> None:
