@@ -1,9 +1,12 @@
-"""The bridge between neuron tensors and the host memory XLA:CPU reads and writes.
+"""The bridge between neuron tensors and what executes a compiled program.
 
 On the sim, a neuron tensor's storage is host RAM owned by the runtime. ``host_view`` gives a CPU tensor
 aliasing it (same sizes/strides/offset) and ``adopt`` turns a CPU tensor (an XLA output buffer) into a
 neuron tensor that owns it: no copies either way. Both come from the device layer (``torchneuron._C``);
 CPU tensors pass through unchanged, so lowering and the compiler also work without the device.
+
+On nrt (a Trn host) device memory is not host memory: a NEFF runs on the device tensors themselves, with its
+outputs preallocated on the device (``compiler/neff.py``); ``execute`` picks the path by the executable.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ def execute(executable, flat: list[torch.Tensor], device: torch.device, mutated:
     """Run a compiled program on ``flat`` (device tensors) in place: host views in (made contiguous where they
     are not), trailing mutation results written back into ``write_back[i]`` (default ``flat``) for each index
     in ``mutated``, the other results adopted as tensors of ``device`` without copies."""
+    if executable.backend == "neuronx-cc":
+        return _execute_neff(executable, flat, device, mutated, write_back)
     if device.type != "cpu":
         drain(device)
     view = host_views(device)
@@ -83,6 +88,22 @@ def execute(executable, flat: list[torch.Tensor], device: torch.device, mutated:
         view(targets[idx]).copy_(out)
     adopt = adopter(device)
     return [adopt(o) for o in outs[:n]]
+
+
+def _execute_neff(executable, flat: list[torch.Tensor], device: torch.device, mutated: list[int],
+                  write_back: list[torch.Tensor] | None) -> list[torch.Tensor]:
+    """``execute`` for a NEFF: on the device tensors (nrt runtime); CPU tensors go through the device."""
+    if device.type == "cpu":
+        outs = executable.run(flat)
+    else:
+        from .nrt_layout import dense
+
+        outs = executable.execute([dense(t) for t in flat], device)
+    n = len(outs) - len(mutated)
+    targets = flat if write_back is None else write_back
+    for idx, out in zip(mutated, outs[n:]):
+        targets[idx].copy_(out)
+    return outs[:n]
 
 
 def drain(device: torch.device) -> None:

@@ -39,14 +39,20 @@ _SILENT = ("view", "runtime check", "no tensor inputs", "random op")  # runtime 
 def execute(op: Any, args: tuple, kwargs: dict) -> Any:
     prog, info, values, dyn = program_cache().lookup(op, args, kwargs)
     if isinstance(prog, Unsupported):
-        why = str(prog).removeprefix(f"{info.name}: ")
-        if why.startswith(_SILENT):
-            return NotImplemented
-        msg = coverage.report_fallback(info.name, why)
-        if msg is not None:
-            raise StrictModeError(f"{msg} (inputs: {_shapes(args, kwargs)})")
-        return NotImplemented
+        return fall_back(prog, info.name, args, kwargs)
     return prog(info, values, dyn)
+
+
+def fall_back(prog: Unsupported, name: str, args: tuple, kwargs: dict) -> Any:
+    """``NotImplemented`` (the device layer runs the op itself), after reporting an op with no lowering to the
+    coverage policy; raises instead when the policy says so (``TORCHNEURON_FALLBACK=error``)."""
+    why = str(prog).removeprefix(f"{name}: ")
+    if why.startswith(_SILENT):
+        return NotImplemented
+    msg = coverage.report_fallback(name, why)
+    if msg is not None:
+        raise StrictModeError(f"{msg} (inputs: {_shapes(args, kwargs)})")
+    return NotImplemented
 
 
 def enabled() -> bool:

@@ -472,8 +472,9 @@ def _expected_dtypes(op: torch._ops.OpOverload, values: list[Any]) -> list[torch
 class ProgramCache:
     """(op, signature) → OpProgram, or the reason the call cannot be lowered."""
 
-    def __init__(self, max_entries: int = 8192):
+    def __init__(self, max_entries: int = 8192, program_class: type[OpProgram] | None = None):
         self._programs: OrderedDict[tuple, OpProgram | Unsupported] = OrderedDict()
+        self.program_class = program_class or OpProgram  # how a program is compiled and run (sim | nrt)
         self._lock = threading.Lock()
         self.max_entries = max_entries
         self.builds = 0
@@ -496,7 +497,7 @@ class ProgramCache:
                 prog = Unsupported(f"{info.name}: no tensor inputs (a factory op; the runtime allocates)", op=info.name)
             else:
                 try:
-                    prog = OpProgram(info, values, dyn, key)
+                    prog = self.program_class(info, values, dyn, key)
                 except Unsupported as e:
                     prog = e
                 self.builds += 1
