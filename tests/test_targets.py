@@ -63,7 +63,7 @@ def test_the_table_needs_no_torch():
     code = f"""
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("targets", {os.path.join(ROOT, "torchneuron", "targets.py")!r})
-m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+m = importlib.util.module_from_spec(spec); sys.modules["targets"] = m; spec.loader.exec_module(m)
 print(m.named("gen3").name, "torch" in sys.modules)
 """
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)

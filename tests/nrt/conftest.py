@@ -2,8 +2,9 @@
 
 The fake is built once per test session into a temporary directory (a C compile, about a second). Each test
 runs its script in a subprocess with TORCHNEURON_RUNTIME=nrt and the fake first on LD_LIBRARY_PATH and PATH:
-a process has one runtime, and the pytest process runs the simulator. The subprocesses share one compile
-cache, so a program compiled by one is a disk hit for the next.
+a process has one runtime, and the pytest process runs the simulator. The subprocesses use the session's compile
+cache (TORCHNEURON_CACHE_DIR, else ~/.cache/torchneuron, as the rest of the suite): every eager op on nrt is a
+compiled program, so a program compiled once — by an earlier test or an earlier run — is a disk hit.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ def fake(tmp_path_factory) -> fake_nrt.FakeNrt:
 
 
 @pytest.fixture(scope="session")
-def nrt_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("nrt-cache")
+def nrt_cache() -> Path:
+    from torchneuron.compiler.cache import default_cache_dir
+
+    return default_cache_dir()
 
 
 class Runner:

@@ -192,3 +192,17 @@ print(subprocess.run(["neuronx-cc", "--version"], capture_output=True, text=True
 """).stdout.splitlines()
     assert out[0].split() == ["0", "1", "1", "1", "1"]
     assert out[1].startswith("NeuronX Compiler version")
+
+
+def test_the_documented_cli_builds_the_fake_and_prints_its_environment(nrt, tmp_path):
+    # docs/nrt.md: `python -m torchneuron.testing.fake_nrt DIR` (and `--env` for $GITHUB_ENV)
+    out = nrt.run(f"""
+import subprocess, sys
+for flags in ([], ["--env"]):
+    proc = subprocess.run([sys.executable, "-m", "torchneuron.testing.fake_nrt", {str(tmp_path / "cli")!r}, *flags],
+                          capture_output=True, text=True, check=True)
+    print(proc.stdout)
+""").stdout
+    assert f"export LD_LIBRARY_PATH={tmp_path / 'cli' / 'lib'}" in out and "export TORCHNEURON_RUNTIME=nrt" in out
+    assert f"\nPATH={tmp_path / 'cli' / 'bin'}:" in out and "\nTORCHNEURON_RUNTIME=nrt" in out
+    assert (tmp_path / "cli" / "lib" / "libnrt.so.1").exists() and (tmp_path / "cli" / "bin" / "neuronx-cc").exists()

@@ -77,6 +77,20 @@ except TypeError as e:
     assert out.splitlines()[0] == "---p" and "numpy: can't convert neuron" in out
 
 
+def test_interpreter_exits_cleanly_with_async_copies_in_flight(nrt):
+    # nrt_close runs at exit after the queues drain; a source tensor dropped while its copy is queued is released
+    # by the worker without the GIL.
+    proc = nrt.run("""
+import torch
+s = torch.neuron.Stream()
+with torch.neuron.stream(s):
+    for _ in range(20):
+        d = torch.ones(1 << 18).pin_memory().to("neuron", non_blocking=True)
+x = d * 2
+""")
+    assert proc.returncode == 0 and "after nrt_close" not in proc.stderr
+
+
 def test_fork_after_init_is_refused(nrt):
     out = nrt.run("""
 import multiprocessing as mp, torch
