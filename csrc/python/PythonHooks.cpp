@@ -103,34 +103,28 @@ bool callNrtExecutor(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 }
 } // namespace
 
-void setOpPolicy(py::object fn) {
+namespace {
+// Keeps `fn` in `slot` and hands `callback` (which calls it) to the device layer's `set`; None uninstalls.
+template <class Callback>
+void install(py::object fn, py::object*& slot, void (*set)(Callback), Callback callback) {
   if (fn.is_none()) {
-    torchneuron::setOpPolicy(nullptr);
+    set(nullptr);
     return;
   }
-  if (g_policy == nullptr) g_policy = new py::object();
-  *g_policy = std::move(fn);
-  torchneuron::setOpPolicy(&callPolicy);
+  if (slot == nullptr) slot = new py::object();
+  *slot = std::move(fn);
+  set(callback);
 }
+} // namespace
+
+void setOpPolicy(py::object fn) { install(std::move(fn), g_policy, &torchneuron::setOpPolicy, &callPolicy); }
 
 void setEagerExecutor(py::object fn) {
-  if (fn.is_none()) {
-    torchneuron::setEagerExecutor(nullptr);
-    return;
-  }
-  if (g_executor == nullptr) g_executor = new py::object();
-  *g_executor = std::move(fn);
-  torchneuron::setEagerExecutor(&callStrictExecutor);
+  install(std::move(fn), g_executor, &torchneuron::setEagerExecutor, &callStrictExecutor);
 }
 
 void setNrtExecutor(py::object fn) {
-  if (fn.is_none()) {
-    torchneuron::setNrtExecutor(nullptr);
-    return;
-  }
-  if (g_nrt_executor == nullptr) g_nrt_executor = new py::object();
-  *g_nrt_executor = std::move(fn);
-  torchneuron::setNrtExecutor(&callNrtExecutor);
+  install(std::move(fn), g_nrt_executor, &torchneuron::setNrtExecutor, &callNrtExecutor);
 }
 
 } // namespace torchneuron::python

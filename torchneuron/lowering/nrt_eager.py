@@ -83,13 +83,7 @@ class NrtOpProgram(OpProgram):
         n_user = self.n_user
         for j, idx in enumerate(self.mutated):
             dyn[idx].copy_(outs[n_user + j])
-        result = self._rebuild(outs[:n_user])
-        if self._writes:
-            named = dict(zip(info.arg_names, values))
-            if len(info.write_returns) == 1:
-                return named[info.write_returns[0]] if info.write_returns[0] else result
-            return tuple(named[w] if w else r for w, r in zip(info.write_returns, result))
-        return result
+        return self._returned(info, values, self._rebuild(outs[:n_user]))
 
 
 _CACHE = ProgramCache(program_class=NrtOpProgram)

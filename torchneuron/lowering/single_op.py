@@ -388,7 +388,10 @@ class OpProgram:
                     _attach_buffer(o, arrays[i])
         elif len(outs) != n_user:
             outs = outs[:n_user]
-        result = self._rebuild(outs)
+        return self._returned(info, values, self._rebuild(outs))
+
+    def _returned(self, info: OpInfo, values: list[Any], result: Any) -> Any:
+        """What the op returns: ``result``, with in-place / ``out=`` returns replaced by the caller's tensors."""
         if self._writes:
             named = dict(zip(info.arg_names, values))
             if len(info.write_returns) == 1:
