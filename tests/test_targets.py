@@ -31,7 +31,8 @@ def test_every_consumer_reads_the_one_table(monkeypatch):
 def test_the_simulator_is_configured_from_the_table():
     info = torch.neuron.get_device_properties(0)
     t = targets.current()
-    assert (info.target, info.instance, info.core_generation, info.cores) == (t.name, t.instance, t.core_generation, t.lnc)
+    facts = (info.target, info.instance, info.core_generation, info.cores)
+    assert facts == (t.name, t.instance, t.core_generation, t.lnc)
     if not os.environ.get("TORCHNEURON_SIM_HBM_MB"):
         assert info.total_memory == t.hbm_bytes_per_device
     if not os.environ.get("TORCHNEURON_SIM_DEVICES"):
@@ -55,7 +56,8 @@ print(first, (torch.neuron.device_count(), targets.current().name, current_targe
 """
     env = {**os.environ, "TORCHNEURON_TARGET": "trn1", "PYTHONPATH": ROOT, "TORCHNEURON_RUNTIME": "sim"}
     env.pop("TORCHNEURON_SIM_DEVICES", None)
-    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env,
+                         timeout=120)
     assert out.stdout.strip() == "(2, 'trn1', 'trn1') (2, 'trn1', 'trn1')", out.stderr
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import atexit
 import importlib.metadata
-import os
+import warnings
 
 import torch
 
-from torchneuron import _env, targets
+from torchneuron import _env, fp64_rule, targets
 
 _UNCLAIMED = "privateuseone"
 
@@ -41,8 +40,21 @@ def check_backend_unclaimed() -> None:
     )
 
 
-def configure_runtime(C) -> None:
-    """Hand the runtime its configuration (environment and target table) before anything can create it."""
+def _autograd_threads() -> int:
+    raw = _env.get(_env.AUTOGRAD_THREADS).strip()
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if n < 0:
+        warnings.warn(f"{_env.AUTOGRAD_THREADS}={raw!r} is not a thread count (0 or more); using "
+                      f"{_env.VARS[_env.AUTOGRAD_THREADS].default}", stacklevel=2)
+        n = int(_env.VARS[_env.AUTOGRAD_THREADS].default)
+    return n
+
+
+def configure(C) -> None:
+    """Pass every setting the C++ layer needs (it reads no environment variable itself), before any use."""
     devices = _env.get(_env.SIM_DEVICES)
     hbm_mb = _env.get(_env.SIM_HBM_MB)
     lnc = _env.get(_env.LNC).strip()
@@ -59,12 +71,13 @@ def configure_runtime(C) -> None:
         torch.__version__,
         _version(),
     )
+    fp64_rule.configure(C)
+    C._set_autograd_thread_intra_op_threads(_autograd_threads())
     if kind != "sim":
         # On nrt the target is the instance's (nrt_get_instance_info). `nrt` asks the runtime (starting it);
         # `auto` takes it once the runtime exists, and the configured one until then.
         targets.set_resolver(lambda: C._runtime_target(kind == "nrt"))
     C._set_nrt_executor(_nrt_executor_trampoline(C))
-    atexit.register(C._nrt_close)
 
 
 def _version() -> str:
@@ -92,4 +105,3 @@ def register(device_module) -> None:
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
         )
-    os.environ.setdefault("TORCHNEURON_REGISTERED", "1")

@@ -56,9 +56,10 @@ class Runner:
                 env[k] = v
         return env
 
-    def run(self, code: str, *, check: bool = True, timeout: int = 300, **env: str | None) -> subprocess.CompletedProcess:
-        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=False, capture_output=True, text=True,
-                              env=self.env(**env), timeout=timeout, cwd=self.tmp)
+    def run(self, code: str, *, check: bool = True, timeout: int = 300,
+            **env: str | None) -> subprocess.CompletedProcess:
+        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=False, capture_output=True,
+                              text=True, env=self.env(**env), timeout=timeout, cwd=self.tmp)
         if check and proc.returncode != 0:
             raise AssertionError(f"exit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
         return proc

@@ -23,8 +23,8 @@ def ops(x, w, b, i):
             x.double().sum(1), (y.argmax(1) == 1), y[:, 1:3] * 1]
 cpu = ops(x, w, b, i)
 dev = ops(x.to("neuron"), w.to("neuron"), b.to("neuron"), i.to("neuron"))
-same = [bool(torch.allclose(c, d.cpu(), rtol=1e-5, atol=1e-6)) if c.is_floating_point() else bool(torch.equal(c, d.cpu()))
-        for c, d in zip(cpu, dev)]
+same = [bool(torch.allclose(c, d.cpu(), rtol=1e-5, atol=1e-6)) if c.is_floating_point()
+        else bool(torch.equal(c, d.cpu())) for c, d in zip(cpu, dev)]
 print(json.dumps({"same": same, "dtypes": [str(d.dtype) for d in dev], "devices": sorted({str(d.device) for d in dev}),
                   "fallbacks": torchneuron.fallback_ops()}))
 """

@@ -22,12 +22,13 @@ import torch
 
 from . import nrt_layout
 from .eager import fall_back
-from .single_op import OpInfo, OpProgram, ProgramCache, Unsupported
+from .errors import Unsupported, UnsupportedKind
+from .single_op import OpProgram, OverloadFacts, ProgramCache
 
 _Tensor = torch.Tensor
 
 
-def _signature_text(info: OpInfo, dyn: list[Any]) -> str:
+def _signature_text(info: OverloadFacts, dyn: list[Any]) -> str:
     parts = [f"{str(v.dtype).removeprefix('torch.')}{list(v.shape)}" if isinstance(v, _Tensor) else type(v).__name__
              for v in dyn]
     return f"{info.name}({', '.join(parts)})"
@@ -43,7 +44,7 @@ class NrtOpProgram(OpProgram):
         try:
             self.exe = driver.compile(self.stablehlo, target=targets.current().name, kind="eager")
         except driver.CompileError as e:
-            raise Unsupported(f"{self.info.name}: {e}", op=self.info.name) from None
+            raise Unsupported(self.info.name, UnsupportedKind.NOT_COMPILABLE, str(e)) from None
         self._device_constants: dict[torch.device, list[_Tensor]] = {}
         self._device_scalars: dict[tuple, _Tensor] = {}
 
@@ -67,7 +68,7 @@ class NrtOpProgram(OpProgram):
             v = v.to(dt)
         return nrt_layout.dense(v)
 
-    def __call__(self, info: OpInfo, values: list[Any], dyn: list[Any]) -> Any:
+    def __call__(self, info: OverloadFacts, values: list[Any], dyn: list[Any]) -> Any:
         device = next(v.device for v in dyn if isinstance(v, _Tensor) and not v.is_cpu)
         ins = [self._input(v, dt, device) if kind == "t" else self._scalar(v, dt, device)
                for (kind, dt), v in zip(self.kinds, dyn)]

@@ -90,7 +90,8 @@ def build(directory: str | os.PathLike, *, target: str = "trn2", chips: int = 1,
         "FAKE_NRT_STATE_DIR": f'"{root / "state"}"',
     }
     lib = root / "lib" / "libnrt.so.1"
-    cmd = [*_c_compiler(), "-shared", "-fPIC", "-O2", "-Wall", "-Werror=incompatible-pointer-types", f"-I{HERE}", *(f"-D{k}={v}" for k, v in defines.items()),
+    cmd = [*_c_compiler(), "-shared", "-fPIC", "-O2", "-Wall", "-Werror=incompatible-pointer-types", f"-I{HERE}",
+           *(f"-D{k}={v}" for k, v in defines.items()),
            "-Wl,-soname,libnrt.so.1", "-o", str(lib), str(HERE / "fake_nrt.c"), "-lpthread", "-ldl"]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
