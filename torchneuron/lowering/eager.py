@@ -52,7 +52,7 @@ def fall_back(prog: Unsupported, name: str, args: tuple, kwargs: dict) -> Any:
     coverage policy; raises instead when the policy says so (``TORCHNEURON_FALLBACK=error``)."""
     if _silent(prog.kind):
         return NotImplemented
-    msg = coverage.report_fallback(name, prog.why)
+    msg = coverage.report_fallback(name, prog.why, stacklevel=4)  # fall_back <- an executor <- the user
     if msg is not None:
         raise StrictModeError(f"{msg} (inputs: {_shapes(args, kwargs)})")
     return NotImplemented
