@@ -105,3 +105,20 @@ q = mp.get_context("fork").Queue()
 p = mp.get_context("fork").Process(target=child, args=(q,)); p.start(); print(q.get()); p.join()
 """).stdout
     assert "forked subprocess" in out and "spawn" in out
+
+
+def test_nrt_close_runs_at_exit_after_the_programs_own_exit_hooks(nrt):
+    # A hook registered before the first device use runs after torchneuron's (atexit is LIFO): by then libnrt is
+    # closed, so the late allocation is refused as after nrt_close, which proves nrt_close ran.
+    proc = nrt.run("""
+import atexit, torch
+def late():
+    try:
+        torch.ones(4).to("neuron")
+    except RuntimeError as e:
+        print("refused:", "NRT_CLOSED" in str(e) or "closed" in str(e).lower())
+atexit.register(late)
+(torch.ones(4, device="neuron") + 1).cpu()
+torch.neuron.empty_cache()
+""")
+    assert proc.stdout.strip() == "refused: True", (proc.stdout, proc.stderr)
