@@ -14,7 +14,7 @@ from torchneuron import _C
 STUB = ROOT / "torchneuron" / "_C.pyi"
 SOURCES = ("torchneuron", "tests", "benchmarks", "tools", "nki_ops")
 # Bindings another change adds (the lead removes an entry when that change lands).
-PENDING = {"_execute_neff": "issue 13: NEFF execution on the nrt runtime (compiler/neuronx_cc.py)"}
+PENDING: dict[str, str] = {}
 
 
 def _stub_names() -> set[str]:

@@ -89,7 +89,8 @@ def test_module_state_dict_and_whole_module():
     assert torch.equal(whole(x).cpu(), model(x).cpu())
     on_cpu = _model()
     on_cpu.load_state_dict(roundtrip(model.state_dict(), map_location="cpu"))
-    assert torch.equal(on_cpu.eval()(x.cpu()), model(x).cpu())
+    # bit-identical on the simulator (the CPU's kernels); on nrt the device runs compiled programs
+    torch.testing.assert_close(on_cpu.eval()(x.cpu()), model(x).cpu(), rtol=1e-5, atol=1e-6)
 
 
 def _train(model, opt, steps, seed):

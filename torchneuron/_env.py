@@ -34,6 +34,11 @@ AUTOGRAD_THREADS = _var("TORCHNEURON_AUTOGRAD_THREADS", "1", "intra-op threads f
 LAUNCH_BLOCKING = _var("NEURON_LAUNCH_BLOCKING", "0", "1: every device operation completes before the call returns")
 AUTOLOAD = _var("TORCH_DEVICE_BACKEND_AUTOLOAD", "1", "0: `import torch` does not load torchneuron (PyTorch's switch)")
 
+# --- Trn host (issue 13): read by libnrt itself, as AWS documents them; torchneuron only passes them through ---
+VISIBLE_CORES = _var("NEURON_RT_VISIBLE_CORES", "", "NeuronCores this process sees, one index, a range or a list (`2`, `0-3`, `0,2`), renumbered from neuron:0 (read by libnrt on nrt; on the sim: a slice of the simulated cores)")
+NUM_CORES = _var("NEURON_RT_NUM_CORES", "0", "nrt: reserve this many free NeuronCores (0: all); NEURON_RT_VISIBLE_CORES wins when both are set (read by libnrt)")
+NUMERICAL_ERRORS = _var("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY", "none", "nrt: critical (NaN), debug or verbose (NaN or Inf): an execution producing them raises, naming the op (read by libnrt)")
+
 # --- eager dtype rules (issue 3) ---
 FP64 = _var("TORCHNEURON_FP64", "emulate", "emulate: float64 computed in float32 as on NeuronCores; native: in float64")
 CONFORMANCE = _var("TORCHNEURON_CONFORMANCE", "", "full: the pytest OpInfo suite runs all of op_db and every dtype (default: the CI subset)")
@@ -44,7 +49,7 @@ FALLBACK = _var("TORCHNEURON_FALLBACK", "warn", "warn or error: an executed op w
 CACHE_DIR = _var("TORCHNEURON_CACHE_DIR", "", "on-disk compile cache (default: ~/.cache/torchneuron)")
 CC_FLAGS = _var("NEURON_CC_FLAGS", "", "extra neuronx-cc flags, appended")
 OPT_LEVEL = _var("NEURON_COMPILER_OPT_LEVEL", "", "neuronx-cc -O level override (eager default 1, graphs 2)")
-LNC = _var("NEURON_LOGICAL_NC_CONFIG", "", "logical NeuronCore config (1 or 2) passed to neuronx-cc --lnc")
+LNC = _var("NEURON_LOGICAL_NC_CONFIG", "", "logical NeuronCore config (1 or 2): neuronx-cc --lnc, and (read by libnrt) how many physical cores form one device on nrt")
 
 # --- torch.compile (issue 10) ---
 COMPILE_FALLBACK = _var("TORCHNEURON_COMPILE_FALLBACK", "warn", "warn or error: a compiled graph with ops that have no lowering runs them eagerly between compiled pieces (reported once per graph), or raises naming the op and source line")
@@ -52,7 +57,6 @@ DEBUG_DIR = _var("TORCHNEURON_DEBUG_DIR", "", "keep each compiled graph's FX gra
 SIM_EXECUTOR = _var("TORCHNEURON_SIM_EXECUTOR", "xla", "xla: compiled graphs run as StableHLO on XLA:CPU (the Trn host's program); inductor: lowered pieces run through inductor on host views (StableHLO still lowered and kept)")
 
 # --- distributed (issue 12) ---
-VISIBLE_CORES = _var("NEURON_RT_VISIBLE_CORES", "", "NeuronCores this process sees, e.g. 0-1 or 2,3 (the Neuron runtime's variable; on the sim: a slice of the simulated cores, renumbered from neuron:0)")
 ROOT_COMM_ID = _var("NEURON_RT_ROOT_COMM_ID", "", "Trn host: host:port of the Neuron collectives root; set by init_process_group('neuron') from MASTER_ADDR when unset")
 LOCAL_RANK = _var("LOCAL_RANK", "", "set by torchrun: this process's index on its host; the neuron process group makes neuron:LOCAL_RANK the current device")
 LOCAL_WORLD_SIZE = _var("LOCAL_WORLD_SIZE", "", "set by torchrun: processes on this host; at most one per visible NeuronCore")

@@ -7,7 +7,7 @@ import warnings
 
 import torch
 
-from torchneuron import _env, _visible_cores, fp64_rule
+from torchneuron import _env, _visible_cores, fp64_rule, targets
 
 _UNCLAIMED = "privateuseone"
 
@@ -57,17 +57,54 @@ def configure(C) -> None:
     """Pass every setting the C++ layer needs (it reads no environment variable itself), before any use."""
     devices = _env.get(_env.SIM_DEVICES)
     hbm_mb = _env.get(_env.SIM_HBM_MB)
-
-    def configure_runtime(count: int) -> None:
-        C._configure(_env.get(_env.RUNTIME), _env.get(_env.TARGET), count,
-                     int(float(hbm_mb) * (1 << 20)) if hbm_mb else 0, _env.flag(_env.LAUNCH_BLOCKING))
-
-    configure_runtime(int(devices) if devices else 0)
-    cores = _visible_cores.visible_cores(C._device_count())  # NEURON_RT_VISIBLE_CORES: a slice of them
-    if cores is not None:
-        configure_runtime(len(cores))
+    lnc = _env.get(_env.LNC).strip()
+    kind = _env.get(_env.RUNTIME).strip().lower()
+    target = targets.configure()  # TORCHNEURON_TARGET, read once for the process
+    count = int(devices) if devices else 0
+    if _env.get(_env.VISIBLE_CORES).strip() and _simulated(C, kind):
+        # NEURON_RT_VISIBLE_CORES on the simulator: this process sees a slice of its cores (libnrt applies the
+        # variable itself on a Trn host).
+        count = len(_visible_cores.visible_cores(count or target.logical_cores) or [])
+    C._configure(
+        kind,
+        target.name,
+        count,
+        int(float(hbm_mb) * (1 << 20)) if hbm_mb else 0,
+        _env.flag(_env.LAUNCH_BLOCKING),
+        int(lnc) if lnc.isdigit() else 0,
+        targets.table(),
+        torch.__version__,
+        _version(),
+    )
     fp64_rule.configure(C)
     C._set_autograd_thread_intra_op_threads(_autograd_threads())
+    if kind != "sim":
+        # On nrt the target is the instance's (nrt_get_instance_info). `nrt` asks the runtime (starting it);
+        # `auto` takes it once the runtime exists, and the configured one until then.
+        targets.set_resolver(lambda: C._runtime_target(kind == "nrt"))
+    C._set_nrt_executor(_nrt_executor_trampoline(C))
+
+
+def _simulated(C, kind: str) -> bool:
+    """Whether the runtime will be the simulator (auto probes for libnrt, which is only loaded, not started)."""
+    return kind == "sim" or (kind == "auto" and C._probe_libnrt()["status"] != "loaded")
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("torchneuron")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.1.0"
+
+
+def _nrt_executor_trampoline(C):
+    """The nrt runtime's eager executor, imported on its first op (the device layer calls it only on nrt)."""
+    def execute(op, args, kwargs):
+        from torchneuron.lowering import nrt_eager
+
+        C._set_nrt_executor(nrt_eager.execute)
+        return nrt_eager.execute(op, args, kwargs)
+    return execute
 
 
 def register(device_module) -> None:

@@ -14,10 +14,12 @@ def info() -> int:
     from torchneuron import _C, _env
 
     rt = _C._runtime_info()
-    loaded, path, error = _C._probe_libnrt()
+    nrt = _C._probe_libnrt()
+    libnrt = {"loaded": f"{nrt['version']} at {nrt['path']}", "too old": f"too old ({nrt['error']})",
+              "missing": "not found"}[nrt["status"]]
     print(f"torchneuron {torchneuron.__version__}  (torch {torch.__version__}, Python {platform.python_version()})")
     print(f"runtime      : {rt['runtime']}  (TORCHNEURON_RUNTIME={_env.get(_env.RUNTIME)}; libnrt: "
-          f"{'found at ' + path if loaded else 'not found'})")
+          f"{libnrt})")
     print(f"target       : {rt['target']}  ({rt['instance']}, {rt['core_generation']}, LNC={rt['lnc']})")
     cores = _env.get(_env.VISIBLE_CORES).strip()
     print(f"devices      : {rt['devices']}  x {rt['hbm_bytes_per_device'] / (1 << 30):.1f} GiB HBM each"

@@ -3,7 +3,6 @@
 #include <c10/util/Exception.h>
 #include <c10/util/flat_hash_map.h>
 
-#include <cstring>
 #include <mutex>
 
 #include "allocator/DeviceCache.h"
@@ -95,8 +94,11 @@ c10::DataPtr CachingAllocator::allocate(size_t nbytes) {
 c10::DeleterFnPtr CachingAllocator::raw_deleter() const { return &deleteDevicePtr; }
 
 void CachingAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
-  TORCH_CHECK(runtime().hostAddressable(), "neuron: Allocator::copy_data needs a host-addressable runtime");
-  std::memcpy(dest, src, count);
+  // Device to device, in order on the current stream (on nrt the addresses are not host memory).
+  Runtime& rt = runtime();
+  const int device = rt.deviceOf(dest);
+  TORCH_CHECK(device >= 0, "neuron: Allocator::copy_data: ", dest, " is not neuron device memory");
+  rt.copyDeviceToDevice(dest, src, count, *currentQueue(static_cast<c10::DeviceIndex>(device)), /*async=*/false);
 }
 
 bool CachingAllocator::initialized() { return runtimeInitialized(); }

@@ -18,10 +18,13 @@ std::array<std::atomic<uint32_t>, kMaxDevices> g_pool_counter{};
 } // namespace
 
 void checkDeviceIndex(c10::DeviceIndex index) {
-  int count = runtime().deviceCount();
+  Runtime& rt = runtime();
+  int count = rt.deviceCount();
   TORCH_CHECK(index >= 0 && index < count, "neuron: invalid device index ", static_cast<int>(index),
-              "; there are ", count, " neuron device(s) (indices 0..", count - 1,
-              "). Set TORCHNEURON_SIM_DEVICES to simulate more.");
+              "; there are ", count, " neuron device(s) (indices 0..", count - 1, "). ",
+              rt.hostAddressable() ? "Set TORCHNEURON_SIM_DEVICES to simulate more."
+                                   : "libnrt gives this process the NeuronCores NEURON_RT_VISIBLE_CORES / "
+                                     "NEURON_RT_NUM_CORES select.");
 }
 
 c10::DeviceIndex currentDevice() { return t_current_device; }

@@ -16,8 +16,8 @@
 #include "device/Streams.h"
 #include "python/ProfilerBindings.h"
 #include "python/DistributedBindings.h"
+#include "python/NrtBindings.h"
 #include "python/PythonHooks.h"
-#include "runtime/NrtLoader.h"
 #include "runtime/Runtime.h"
 
 namespace py = pybind11;
@@ -83,6 +83,20 @@ py::dict runtimeInfo() {
   return out;
 }
 
+// One row of torchneuron.targets.table(): (name, instance, core_generation, logical_cores, lnc, chip_hbm_bytes,
+// nrt_families).
+TargetInfo targetFromRow(const py::tuple& row) {
+  TargetInfo t;
+  t.name = row[0].cast<std::string>();
+  t.instance = row[1].cast<std::string>();
+  t.core_generation = row[2].cast<std::string>();
+  t.logical_cores = row[3].cast<int>();
+  t.lnc = row[4].cast<int>();
+  t.chip_hbm_bytes = row[5].cast<int64_t>();
+  t.nrt_families = row[6].cast<std::vector<int>>();
+  return t;
+}
+
 double benchAllocator(size_t nbytes, int64_t iters) {
   c10::DeviceIndex device = currentDevice();
   auto& alloc = cachingAllocator();
@@ -101,8 +115,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.doc() = "torchneuron C++ core (runtime, caching allocator, device guard, ATen kernels)";
 
   m.def("_configure", [](const std::string& kind, const std::string& target, int devices, int64_t hbm_bytes,
-                         bool launch_blocking) {
-    configureRuntime(RuntimeConfig{kind, target, devices, hbm_bytes, launch_blocking});
+                         bool launch_blocking, int lnc, const std::vector<py::tuple>& targets,
+                         const std::string& framework_version, const std::string& fal_version) {
+    RuntimeConfig config{kind, target, devices, hbm_bytes, launch_blocking, lnc, {}, framework_version, fal_version};
+    for (const auto& row : targets) config.targets.push_back(targetFromRow(row));
+    configureRuntime(config);
   });
   m.def("_lazy_init", [] {
     torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
@@ -112,10 +129,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_is_in_bad_fork", [] { return inBadFork() || torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
   m.def("_device_count", &deviceCountNoThrow);
   m.def("_runtime_info", &runtimeInfo);
-  m.def("_probe_libnrt", [] {
-    auto p = probeLibnrt();
-    return py::make_tuple(p.loaded, p.path, p.error);
+  // The runtime's target ("" when it is not initialised and `initialize` is false).
+  m.def("_runtime_target", [](bool initialize) -> std::string {
+    if (!initialize && !runtimeInitialized()) return "";
+    return runtime().target().name;
   });
+  bindNrt(m);
   m.def("_get_device", [] { return static_cast<int>(currentDevice()); });
   m.def("_set_device", [](int index) { setCurrentDevice(static_cast<c10::DeviceIndex>(index)); });
   m.def("_synchronize", [](int index) {

@@ -16,10 +16,34 @@ namespace {
 // Leaked on purpose: these may be called during interpreter shutdown.
 py::object* g_policy = nullptr;
 py::object* g_executor = nullptr;
+py::object* g_nrt_executor = nullptr;
+
+// The executors run inside ops, and ops may run while Dynamo evaluates a frame (a graph break, a backward
+// called from compiled code): Dynamo's frame hook must not try to trace torchneuron's own Python.
+class DynamoOff {
+ public:
+  DynamoOff() : prior_(setter()(py::none())) {}
+  ~DynamoOff() {
+    try {
+      setter()(prior_);
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable(__func__);
+    }
+  }
+
+ private:
+  static py::object& setter() {
+    static py::object* fn =
+        new py::object(py::module::import("torch._C._dynamo.eval_frame").attr("set_eval_frame"));
+    return *fn;
+  }
+  py::object prior_;
+};
 
 std::optional<std::string> callPolicy(const std::string& op_name) {
   py::gil_scoped_acquire gil;
   if (g_policy == nullptr) return std::nullopt;
+  DynamoOff no_dynamo;
   py::object result = (*g_policy)(op_name);
   if (result.is_none()) return std::nullopt;
   return result.cast<std::string>();
@@ -38,9 +62,10 @@ py::object overloadPacket(const c10::OperatorHandle& op) {
   return overload;
 }
 
-bool callExecutor(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+bool callExecutor(py::object* const& executor, const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   py::gil_scoped_acquire gil;
-  if (g_executor == nullptr) return false;
+  if (executor == nullptr) return false;
+  DynamoOff no_dynamo;
   const auto& schema = op.schema();
   const size_t nargs = schema.arguments().size();
   const size_t base = stack->size() - nargs;
@@ -52,7 +77,7 @@ bool callExecutor(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     if (arg.kwarg_only()) kwargs[arg.name().c_str()] = value;
     else args.append(value);
   }
-  py::object result = (*g_executor)(overloadPacket(op), py::tuple(args), kwargs);
+  py::object result = (*executor)(overloadPacket(op), py::tuple(args), kwargs);
   if (result.is(py::reinterpret_borrow<py::object>(Py_NotImplemented))) return false;
   torch::jit::drop(*stack, nargs);
   const auto& returns = schema.returns();
@@ -68,26 +93,38 @@ bool callExecutor(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   return true;
 }
-} // namespace
 
-void setOpPolicy(py::object fn) {
-  if (fn.is_none()) {
-    torchneuron::setOpPolicy(nullptr);
-    return;
-  }
-  if (g_policy == nullptr) g_policy = new py::object();
-  *g_policy = std::move(fn);
-  torchneuron::setOpPolicy(&callPolicy);
+bool callStrictExecutor(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  return callExecutor(g_executor, op, stack);
 }
 
-void setEagerExecutor(py::object fn) {
+bool callNrtExecutor(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  return callExecutor(g_nrt_executor, op, stack);
+}
+} // namespace
+
+namespace {
+// Keeps `fn` in `slot` and hands `callback` (which calls it) to the device layer's `set`; None uninstalls.
+template <class Callback>
+void install(py::object fn, py::object*& slot, void (*set)(Callback), Callback callback) {
   if (fn.is_none()) {
-    torchneuron::setEagerExecutor(nullptr);
+    set(nullptr);
     return;
   }
-  if (g_executor == nullptr) g_executor = new py::object();
-  *g_executor = std::move(fn);
-  torchneuron::setEagerExecutor(&callExecutor);
+  if (slot == nullptr) slot = new py::object();
+  *slot = std::move(fn);
+  set(callback);
+}
+} // namespace
+
+void setOpPolicy(py::object fn) { install(std::move(fn), g_policy, &torchneuron::setOpPolicy, &callPolicy); }
+
+void setEagerExecutor(py::object fn) {
+  install(std::move(fn), g_executor, &torchneuron::setEagerExecutor, &callStrictExecutor);
+}
+
+void setNrtExecutor(py::object fn) {
+  install(std::move(fn), g_nrt_executor, &torchneuron::setNrtExecutor, &callNrtExecutor);
 }
 
 } // namespace torchneuron::python

@@ -6,5 +6,6 @@ namespace torchneuron::python {
 
 void setOpPolicy(pybind11::object fn);
 void setEagerExecutor(pybind11::object fn);
+void setNrtExecutor(pybind11::object fn);
 
 } // namespace torchneuron::python

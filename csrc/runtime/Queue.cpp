@@ -11,6 +11,16 @@ std::atomic<bool> g_launch_blocking{false};
 void setLaunchBlocking(bool blocking) { g_launch_blocking.store(blocking); }
 bool launchBlocking() { return g_launch_blocking.load(std::memory_order_relaxed); }
 
+std::vector<std::vector<std::shared_ptr<Queue>>> makeQueues(int devices, int streams) {
+  std::vector<std::vector<std::shared_ptr<Queue>>> queues(devices);
+  for (int d = 0; d < devices; ++d) {
+    for (int s = 0; s < streams; ++s) {
+      queues[d].push_back(std::make_shared<Queue>("neuron:" + std::to_string(d) + "/stream" + std::to_string(s)));
+    }
+  }
+  return queues;
+}
+
 Queue::Queue(std::string name) : name_(std::move(name)) {}
 
 Queue::~Queue() {

@@ -62,6 +62,10 @@ class Queue {
   std::exception_ptr error_;
 };
 
+// The queues of `devices` devices, `streams` each, named neuron:<d>/stream<s>. A queue starts no thread until
+// async work arrives, so they are all made up front and queue() needs no lock on the per-op path.
+std::vector<std::vector<std::shared_ptr<Queue>>> makeQueues(int devices, int streams);
+
 // NEURON_LAUNCH_BLOCKING=1 turns every async submission into a synchronous one.
 void setLaunchBlocking(bool blocking);
 bool launchBlocking();

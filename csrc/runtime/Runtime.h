@@ -1,10 +1,12 @@
 #pragma once
 // The seam between everything PyTorch-facing (allocator, guard, streams, kernels) and what executes:
-// SimRuntime (host memory with the target's HBM capacity, host kernels, XLA:CPU) or NrtRuntime (libnrt).
+// SimRuntime (host memory with the target's HBM capacity, host kernels, XLA:CPU) or NrtRuntime (libnrt, whose
+// device memory the host cannot address: every byte moves through the runtime's copies).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/Queue.h"
 #include "runtime/Target.h"
@@ -49,13 +51,18 @@ class Runtime {
 
 struct RuntimeConfig {
   std::string kind = "auto";  // auto | sim | nrt
-  std::string target = "trn2";
-  int devices = 0;            // 0: the target's logical core count
-  int64_t hbm_bytes = 0;      // 0: the target's HBM / devices
+  std::string target = "trn2";  // the simulated target (nrt: the instance's, from libnrt)
+  int devices = 0;            // sim: 0 = the target's logical core count
+  int64_t hbm_bytes = 0;      // sim: 0 = the target's HBM / devices
   bool launch_blocking = false;
+  int lnc = 0;                // NEURON_LOGICAL_NC_CONFIG; 0 = the target's default
+  std::vector<TargetInfo> targets;  // every known generation (torchneuron/targets.py)
+  std::string framework_version;    // reported to nrt_init: torch's version
+  std::string fal_version;          // reported to nrt_init: torchneuron's version
 };
 
-// Set by Python (torchneuron._env) before first use; ignored once the runtime exists.
+// Set by Python (torchneuron._registration, from torchneuron._env and torchneuron.targets) before first use;
+// ignored once the runtime exists.
 void configureRuntime(const RuntimeConfig& config);
 const RuntimeConfig& runtimeConfig();
 
@@ -67,5 +74,8 @@ bool runtimeInitialized();
 bool inBadFork();
 // Device count without initialising or throwing (PyTorch calls it from noexcept contexts).
 int deviceCountNoThrow() noexcept;
+// False once an nrt runtime exists: device memory is then reachable only through the runtime's copies. Cheap
+// (one atomic load): the per-op path asks it.
+bool deviceMemoryIsHostMemory();
 
 } // namespace torchneuron

@@ -17,16 +17,7 @@ SimRuntime::SimRuntime(const TargetInfo& target, int devices, int64_t hbm_bytes_
       devices_(devices),
       hbm_bytes_(hbm_bytes_per_device),
       in_use_(devices, 0),
-      queues_(devices) {
-  // Created up front (a queue starts no thread until async work arrives), so queue() needs no lock on the
-  // per-op path.
-  for (int d = 0; d < devices; ++d) {
-    for (int s = 0; s < kStreamsPerDevice; ++s) {
-      queues_[d].push_back(
-          std::make_shared<Queue>("neuron:" + std::to_string(d) + "/stream" + std::to_string(s)));
-    }
-  }
-}
+      queues_(makeQueues(devices, kStreamsPerDevice)) {}
 
 SimRuntime::~SimRuntime() = default;
 

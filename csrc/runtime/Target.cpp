@@ -2,31 +2,29 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+
+#include "runtime/Runtime.h"
+
 namespace torchneuron {
 
-namespace {
-constexpr int64_t GiB = int64_t(1) << 30;
-
-const TargetInfo kTargets[] = {
-    // trn1: two NeuronCore-v2 per chip, 32 GiB HBM; no LNC fusion.
-    {"trn1", "trn1.32xlarge", "NC-v2", 2, 1, 32 * GiB},
-    // trn2: eight NeuronCore-v3 per chip shown as four logical cores at LNC=2, 96 GiB HBM.
-    {"trn2", "trn2.48xlarge", "NC-v3", 4, 2, 96 * GiB},
-    // trn3: eight NeuronCore-v4 per chip at LNC=2, 144 GiB HBM.
-    {"trn3", "trn3.48xlarge", "NC-v4", 4, 2, 144 * GiB},
-};
-} // namespace
-
 const TargetInfo& lookupTarget(const std::string& name) {
-  for (const auto& t : kTargets) {
-    if (t.name == name) {
-      return t;
-    }
+  const auto& targets = runtimeConfig().targets;
+  for (const auto& t : targets) {
+    if (t.name == name) return t;
   }
-  TORCH_CHECK(
-      false,
-      "neuron: unknown target '", name,
-      "'. Set TORCHNEURON_TARGET to one of trn1, trn2, trn3 (default trn2).");
+  std::string known;
+  for (const auto& t : targets) known += (known.empty() ? "" : ", ") + t.name;
+  TORCH_CHECK(!targets.empty(), "neuron: the runtime was used before torchneuron configured it (import "
+              "torchneuron, or let `import torch` autoload it)");
+  TORCH_CHECK(false, "neuron: unknown target '", name, "'. Set TORCHNEURON_TARGET to one of ", known, ".");
+}
+
+const TargetInfo* targetForNrtFamily(int family) {
+  for (const auto& t : runtimeConfig().targets) {
+    if (std::find(t.nrt_families.begin(), t.nrt_families.end(), family) != t.nrt_families.end()) return &t;
+  }
+  return nullptr;
 }
 
 } // namespace torchneuron

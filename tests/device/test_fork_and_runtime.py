@@ -109,14 +109,14 @@ def test_nki_alias_env_var_works_through_autoload():
     assert "torchneuron.nki" in out.stdout
 
 
-def test_runtime_nrt_probe_finds_a_libnrt_with_the_documented_symbols(tmp_path):
-    # A contract fake of libnrt: the three entry points the probe requires, nothing else.
+def test_runtime_nrt_refuses_a_library_without_libnrt_entry_points(tmp_path):
+    # Three entry points and no nrt_get_version: not a libnrt torchneuron can use (tests/nrt has the full fake).
     import shutil
 
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
-        pytest.skip("no C compiler to build the libnrt contract fake")
-    src = tmp_path / "fake_nrt.c"
+        pytest.skip("no C compiler to build the partial library")
+    src = tmp_path / "partial_nrt.c"
     src.write_text("int nrt_init(int a, const char* b, const char* c) { return 0; }\n"
                    "int nrt_tensor_allocate(int p, int v, unsigned long s, const char* n, void** t) { return 4; }\n"
                    "int nrt_get_visible_vnc_count(unsigned* n) { *n = 4; return 0; }\n")
@@ -125,6 +125,7 @@ def test_runtime_nrt_probe_finds_a_libnrt_with_the_documented_symbols(tmp_path):
     out = _run("import torch, torchneuron; torch.ones(1, device='neuron')", TORCHNEURON_RUNTIME="nrt",
                LD_LIBRARY_PATH=str(tmp_path))
     assert out.returncode != 0
-    assert "libnrt was found at libnrt.so.1" in out.stderr and "TORCHNEURON_RUNTIME=sim" in out.stderr
-    info = _run("import torchneuron, sys; print(torchneuron._C._probe_libnrt())", LD_LIBRARY_PATH=str(tmp_path))
-    assert "(True, 'libnrt.so.1'" in info.stdout, info.stderr
+    assert "too old" in out.stderr and "libnrt.so.1" in out.stderr and "TORCHNEURON_RUNTIME=sim" in out.stderr
+    assert "unknown (the library has no nrt_get_version)" in out.stderr
+    info = _run("import torchneuron; print(torchneuron._C._probe_libnrt()['status'])", LD_LIBRARY_PATH=str(tmp_path))
+    assert info.stdout.strip() == "too old", info.stderr

@@ -103,6 +103,7 @@ def test_oom_message_names_device_request_allocated_and_limit():
         torch.neuron.set_per_process_memory_fraction(1.0, 1)
 
 
+@pytest.mark.sim_only  # the simulator's configuration
 def test_capacity_from_target_in_fresh_process():
     code = (
         "import torch, torchneuron;"

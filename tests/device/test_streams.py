@@ -64,6 +64,7 @@ def test_event_elapsed_time():
         untimed.elapsed_time(end)
 
 
+@pytest.mark.sim_only  # its child process runs the simulator (clean environment)
 def test_launch_blocking_runs_copies_synchronously(tmp_path):
     import subprocess
     import sys
@@ -87,6 +88,7 @@ def test_synchronize_all_devices():
     torch.accelerator.synchronize()
 
 
+@pytest.mark.sim_only  # on nrt its children would need the cores this process holds (tests/nrt checks exit there)
 def test_interpreter_exits_cleanly_with_async_work_in_flight():
     # The source tensor is dropped while its copy is queued: the worker must release it without the GIL.
     import subprocess

@@ -9,7 +9,7 @@ import pytest
 
 import torchneuron.nki.isa as nisa
 import torchneuron.nki.language as nl
-from torchneuron import nki
+from torchneuron import nki, targets
 
 RNG = np.random.default_rng(3)
 
@@ -222,7 +222,8 @@ def test_jit_platform_target_refused_and_target_helpers(monkeypatch: pytest.Monk
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "gen4")
     assert nki.simulate(k)(f32(2, 2)) == 4
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "")
-    monkeypatch.setenv("TORCHNEURON_TARGET", "trn1")
+    # without the override: the process's target (TORCHNEURON_TARGET, read once; on nrt the instance's)
+    monkeypatch.setattr(targets, "current", lambda: targets.named("trn1"))
     assert nki.simulate(k)(f32(2, 2)) == 2
 
 

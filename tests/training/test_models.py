@@ -8,6 +8,8 @@ Dropout's statistics and per-seed determinism on neuron are checked separately b
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -19,6 +21,10 @@ RTOL, ATOL = 1e-4, 1e-5  # float32, after several optimizer steps
 # the calling thread). The float32 tolerance leaves room for TORCHNEURON_BACKWARD_THREAD=device, whose
 # single-threaded backward reduces in another order.
 PARAM_TOL = {"mlp": (RTOL, ATOL), "cnn": (RTOL, ATOL), "gpt": (RTOL, ATOL)}  # measured: all bit-identical
+if os.environ.get("TORCHNEURON_RUNTIME", "").lower() == "nrt":
+    # On nrt (tests/nrt) every op is a compiled program (XLA:CPU on the contract fake, neuronx-cc on a Trn host):
+    # float32 sums reassociate, and after the optimizer steps parameters agree to ~5e-5 (measured), not bit for bit.
+    PARAM_TOL = {kind: (1e-3, 2e-4) for kind in PARAM_TOL}
 
 
 def batches(kind: str, steps: int, seed: int = 0):

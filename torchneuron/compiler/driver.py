@@ -3,19 +3,19 @@
 ``target="sim"`` compiles for XLA:CPU (the simulator executes the same StableHLO a Trn host would compile);
 ``"trn1" | "trn2" | "trn3"`` runs neuronx-cc. The opt level defaults to -O1 for single eager ops and -O2 for
 graphs (as AWS's backend does); ``NEURON_COMPILER_OPT_LEVEL`` overrides both. The LNC defaults to the
-target's runtime configuration; ``NEURON_LOGICAL_NC_CONFIG`` overrides it.
+target's (``torchneuron.targets``); ``NEURON_LOGICAL_NC_CONFIG`` overrides it, as it does for libnrt.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from .. import _env
-from . import keys, neuronx_cc, xla_cpu
+from .. import _env, targets
+from . import keys, neuronx_cc, stablehlo_signature, xla_cpu
 from .cache import CompileCache
 
 SIM = "sim"
-TARGETS = (SIM, *neuronx_cc.TARGETS)
+TARGETS = (SIM, *targets.TARGETS)
 
 _DEFAULT_CACHE = CompileCache()
 
@@ -50,7 +50,7 @@ def _lnc(hw_target: str, lnc: int | None) -> int:
             return int(override)
         except ValueError:
             raise ValueError(f"{_env.LNC}={override!r} is not a logical NeuronCore config; use 1 or 2") from None
-    return neuronx_cc.DEFAULT_LNC.get(hw_target, 2)
+    return targets.named(hw_target).lnc
 
 
 def resolve(target: str | None, lnc: int | None, opt_level: int | None, kind: str) -> tuple[str, str, int, int]:
@@ -58,7 +58,7 @@ def resolve(target: str | None, lnc: int | None, opt_level: int | None, kind: st
     target = (target or SIM).lower()
     if target not in TARGETS:
         raise ValueError(f"unknown compile target {target!r}; use one of {', '.join(TARGETS)}")
-    hw = _env.get(_env.TARGET).lower() if target == SIM else target
+    hw = targets.current().name if target == SIM else target
     backend = xla_cpu.NAME if target == SIM else neuronx_cc.NAME
     return backend, hw, _lnc(hw, lnc), _opt_level(kind, opt_level)
 
@@ -81,6 +81,10 @@ def compile(stablehlo: str, *, target: str | None = SIM, lnc: int | None = None,
 
         return cache.get_or_compile(key, build, xla_cpu.load)
 
+    try:
+        signature = stablehlo_signature.parse(stablehlo)
+    except stablehlo_signature.SignatureError as e:
+        raise CompileError(f"cannot compile for {hw}: {e}") from None
     flags = neuronx_cc.extra_flags()
     key = keys.cache_key(stablehlo, backend=backend, target=hw, lnc=lnc_v, opt_level=opt,
                          compiler_version=neuronx_cc.version(), extra_flags=flags)
@@ -91,4 +95,4 @@ def compile(stablehlo: str, *, target: str | None = SIM, lnc: int | None = None,
         except neuronx_cc.NeuronxCcError as e:
             raise CompileError(str(e)) from None
 
-    return cache.get_or_compile(key, build_neff, lambda b: neuronx_cc.NeffExecutable(b, hw, lnc_v))
+    return cache.get_or_compile(key, build_neff, lambda b: neuronx_cc.NeffExecutable(b, hw, lnc_v, signature))

@@ -6,7 +6,8 @@ The command line follows what AWS's backend runs (see docs/lowering.md):
         --model-type transformer --auto-cast=none [$NEURON_CC_FLAGS...] --output module.neff
 
 ``module.mlir`` holds the StableHLO text; the NEFF bytes are what the cache stores. Executing a NEFF needs
-the ``nrt`` runtime (a Trn host); everywhere else use target ``"sim"``.
+the ``nrt`` runtime (a Trn host, or the contract fake in ``torchneuron.testing.fake_nrt``; ``neff.py``);
+everywhere else use target ``"sim"``.
 """
 
 from __future__ import annotations
@@ -18,12 +19,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .. import _env
+from .. import _env, targets
+from .neff import NAME, NeffExecutable
 
-NAME = "neuronx-cc"
-TARGETS = ("trn1", "trn2", "trn3")
-# The logical-NeuronCore config the runtime uses on each target (AWS: trn1 → 1, trn2/trn3 → 2).
-DEFAULT_LNC = {"trn1": 1, "trn2": 2, "trn3": 2}
+__all__ = ["NAME", "NeffExecutable", "NeuronxCcError", "command", "compile_to_bytes", "extra_flags", "find", "version"]
 
 
 class NeuronxCcError(RuntimeError):
@@ -55,8 +54,8 @@ def extra_flags() -> tuple[str, ...]:
 
 
 def command(module: Path, neff: Path, *, target: str, lnc: int, opt_level: int, exe: str = "neuronx-cc") -> list[str]:
-    if target not in TARGETS:
-        raise ValueError(f"neuronx-cc target must be one of {', '.join(TARGETS)}, got {target!r}")
+    if target not in targets.TARGETS:
+        raise ValueError(f"neuronx-cc target must be one of {', '.join(targets.TARGETS)}, got {target!r}")
     if lnc not in (1, 2):
         raise ValueError(f"logical NeuronCore config (--lnc) must be 1 or 2, got {lnc!r}")
     if opt_level not in (1, 2, 3):
@@ -85,31 +84,3 @@ def compile_to_bytes(stablehlo: str, *, target: str, lnc: int, opt_level: int) -
         if not neff.exists():
             raise NeuronxCcError(f"neuronx-cc exited 0 but wrote no NEFF at {neff}:\n  $ {shlex.join(cmd)}")
         return neff.read_bytes()
-
-
-class NeffExecutable:
-    """A NEFF for one target. Running it needs the ``nrt`` runtime of a Trn host."""
-
-    backend = NAME
-
-    def __init__(self, neff: bytes, target: str, lnc: int):
-        self.neff, self.target, self.lnc = neff, target, lnc
-
-    def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_bytes(self.neff)
-        return path
-
-    def run(self, host_tensors):
-        from .. import _C  # type: ignore[attr-defined]
-
-        execute = getattr(_C, "_execute_neff", None)
-        if execute is None:
-            raise RuntimeError(
-                f"this NEFF was compiled for {self.target} (lnc={self.lnc}) and runs only on a Trn host with the "
-                "nrt runtime (TORCHNEURON_RUNTIME=nrt); on this machine compile with target='sim' to run the "
-                "same StableHLO on XLA:CPU")
-        return execute(self.neff, list(host_tensors))
-
-    def __repr__(self) -> str:
-        return f"NeffExecutable(target={self.target}, lnc={self.lnc}, {len(self.neff)} bytes)"

@@ -3,7 +3,9 @@ import: autoload imports torchneuron into every `import torch`, and a CPU- or CU
 exactly as it would without it.
 
 - where a neuron backward runs (``_backward_thread``): on the initialising thread from then on;
-- the exit hook that lets autograd's device threads finish before the interpreter does (``_autograd_exit``).
+- the exit hook that lets autograd's device threads finish before the interpreter does (``_autograd_exit``);
+- on the nrt runtime, an exit hook that finishes queued device work and calls ``nrt_close`` (which releases the
+  NeuronCores) while the interpreter can still run the work's Python callbacks.
 
 The CPU allocator that captures host-kernel outputs in device memory is registered by the first host kernel
 (``csrc/aten/native/HostOutputAllocator.cpp``), and ``module.to("neuron")`` keeps Parameter identity through
@@ -12,6 +14,9 @@ a neuron kernel (``csrc/aten/native/ModuleConversion.h``): neither needs anythin
 
 from __future__ import annotations
 
+import atexit
+
+from torchneuron import _C
 from torchneuron.device import _autograd_exit, _backward_thread
 from torchneuron.device._lazy import _lazy_call
 
@@ -24,6 +29,8 @@ def _check_settings() -> None:
 def _on_first_initialisation() -> None:
     if _backward_thread.mode() == "caller":
         _backward_thread.backward_on_caller(True)
+    if _C._runtime_info()["runtime"] == "nrt":
+        atexit.register(_C._nrt_close)  # registered first, so it runs after the autograd flush below
     _autograd_exit.install()
 
 

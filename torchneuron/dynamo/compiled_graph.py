@@ -14,7 +14,6 @@ import warnings
 import torch
 import torch.fx as fx
 
-from .. import _env
 from . import debug, metrics, options
 from .program import Program
 
@@ -28,13 +27,12 @@ def _is_symbolic(v) -> bool:
 
 
 def _compile_target() -> str:
-    """``sim`` (XLA:CPU) on the simulator; on a Trn host (the ``nrt`` runtime) the hardware target, so pieces
+    """``sim`` (XLA:CPU) on the simulator; on a Trn host (the ``nrt`` runtime) the instance's target, so pieces
     become NEFFs from neuronx-cc at ``-O2`` (the graph opt level), run by that runtime."""
-    from .. import _C  # type: ignore[attr-defined]
+    from .. import targets
+    from ..compiler.neff import on_nrt
 
-    if _C._runtime_info()["runtime"] == "nrt":
-        return _env.get(_env.TARGET).strip().lower()
-    return "sim"
+    return targets.current().name if on_nrt() else "sim"
 
 
 class CompiledGraph:

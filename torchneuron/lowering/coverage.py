@@ -123,8 +123,9 @@ def _message(op: str, why: str) -> str:
             f"CPU. Avoid the op, or set {_env.FALLBACK}=warn to let it run on the host path.")
 
 
-def report_fallback(op: str, why: str) -> str | None:
-    """Record a fallback; warn once (``warn``) or return the error message (``error``)."""
+def report_fallback(op: str, why: str, stacklevel: int = 3) -> str | None:
+    """Record a fallback; warn once (``warn``, attributed ``stacklevel`` frames up: the user's call) or return
+    the error message (``error``)."""
     with _lock:
         _fallbacks.setdefault(op, why)
         first = op not in _warned
@@ -133,10 +134,21 @@ def report_fallback(op: str, why: str) -> str | None:
     if mode == "error":
         return _message(op, why)
     if first:
-        warnings.warn(f"{op} has no StableHLO lowering ({why}); it runs on the host path here and would fall "
-                      f"back to the CPU on a Trn host. See torchneuron.fallback_ops(); "
-                      f"{_env.FALLBACK}=error makes this an error.", FallbackWarning, stacklevel=3)
+        warnings.warn(f"{op} has no StableHLO lowering ({why}); {_where_it_runs()}. See torchneuron.fallback_ops(); "
+                      f"{_env.FALLBACK}=error makes this an error.", FallbackWarning, stacklevel=stacklevel)
     return None
+
+
+def _where_it_runs() -> str:
+    try:
+        from .. import _C  # type: ignore[attr-defined]
+
+        nrt = _C._runtime_target(False) != "" and _C._runtime_info()["runtime"] == "nrt"
+    except ImportError:
+        nrt = False
+    if nrt:
+        return "it runs on the CPU (its inputs read from the device, its results written back)"
+    return "it runs on the host path here and would fall back to the CPU on a Trn host"
 
 
 def policy(op: str) -> str | None:

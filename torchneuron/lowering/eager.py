@@ -43,13 +43,19 @@ def _silent(kind: UnsupportedKind) -> bool:
 def execute(op: Any, args: tuple, kwargs: dict) -> Any:
     prog, info, values, dyn = program_cache().lookup(op, args, kwargs)
     if isinstance(prog, Unsupported):
-        if _silent(prog.kind):
-            return NotImplemented
-        msg = coverage.report_fallback(info.name, prog.why)
-        if msg is not None:
-            raise StrictModeError(f"{msg} (inputs: {_shapes(args, kwargs)})")
-        return NotImplemented
+        return fall_back(prog, info.name, args, kwargs)
     return prog(info, values, dyn)
+
+
+def fall_back(prog: Unsupported, name: str, args: tuple, kwargs: dict) -> Any:
+    """``NotImplemented`` (the device layer runs the op itself), after reporting an op with no lowering to the
+    coverage policy; raises instead when the policy says so (``TORCHNEURON_FALLBACK=error``)."""
+    if _silent(prog.kind):
+        return NotImplemented
+    msg = coverage.report_fallback(name, prog.why, stacklevel=4)  # fall_back <- an executor <- the user
+    if msg is not None:
+        raise StrictModeError(f"{msg} (inputs: {_shapes(args, kwargs)})")
+    return NotImplemented
 
 
 def enabled() -> bool:

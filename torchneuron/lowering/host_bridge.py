@@ -1,9 +1,12 @@
-"""The bridge between neuron tensors and the host memory XLA:CPU reads and writes.
+"""The bridge between neuron tensors and what executes a compiled program.
 
 On the sim, a neuron tensor's storage is host RAM owned by the runtime. ``host_view`` gives a CPU tensor
 aliasing it (same sizes/strides/offset) and ``adopt`` turns a CPU tensor (an XLA output buffer) into a
 neuron tensor that owns it: no copies either way. Both come from the device layer (``torchneuron._C``);
 CPU tensors pass through unchanged, so lowering and the compiler also work on CPU tensors.
+
+On nrt (a Trn host) device memory is not host memory: a NEFF runs on the device tensors themselves, with its
+outputs preallocated on the device (``compiler/neff.py``); ``execute`` picks the path by the executable.
 """
 
 from __future__ import annotations
@@ -68,6 +71,9 @@ def execute(executable, flat: list[torch.Tensor], device: torch.device, mutated:
     are not), trailing mutation results written back into ``write_back[i]`` (default ``flat``) for each index
     in ``mutated``, the other results adopted as tensors of ``device`` without copies. Under a profiler the
     run is one device event (``event`` names it and estimates its Trainium time)."""
+    if executable.backend == "neuronx-cc":
+        with _program_event(event, device):
+            return _execute_neff(executable, flat, device, mutated, write_back)
     if device.type != "cpu":
         drain(device)
     view = host_views(device)
@@ -114,6 +120,22 @@ def _program_event(event: ProgramEvent | None, device: torch.device):
         return contextlib.nullcontext()
     event = event or _UNNAMED
     return _events.device_event(event.name, device, kind="graph", cost=event.cost)
+
+
+def _execute_neff(executable, flat: list[torch.Tensor], device: torch.device, mutated: list[int],
+                  write_back: list[torch.Tensor] | None) -> list[torch.Tensor]:
+    """``execute`` for a NEFF: on the device tensors (nrt runtime); CPU tensors go through the device."""
+    if device.type == "cpu":
+        outs = executable.run(flat)
+    else:
+        from .nrt_layout import dense
+
+        outs = executable.execute([dense(t) for t in flat], device)
+    n = len(outs) - len(mutated)
+    targets = flat if write_back is None else write_back
+    for idx, out in zip(mutated, outs[n:]):
+        targets[idx].copy_(out)
+    return outs[:n]
 
 
 def drain(device: torch.device) -> None:

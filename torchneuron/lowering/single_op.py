@@ -382,7 +382,10 @@ class OpProgram:
                     _attach_buffer(o, arrays[i])
         elif len(outs) != n_user:
             outs = outs[:n_user]
-        result = self._rebuild(outs)
+        return self._returned(info, values, self._rebuild(outs))
+
+    def _returned(self, info: OverloadFacts, values: list[Any], result: Any) -> Any:
+        """What the op returns: ``result``, with in-place / ``out=`` returns replaced by the caller's tensors."""
         if self._writes:
             named = dict(zip(info.arg_names, values))
             if len(info.write_returns) == 1:
@@ -466,8 +469,9 @@ def _expected_dtypes(op: torch._ops.OpOverload, values: list[Any]) -> list[torch
 class ProgramCache:
     """(op, signature) → OpProgram, or the reason the call cannot be lowered."""
 
-    def __init__(self, max_entries: int = 8192):
+    def __init__(self, max_entries: int = 8192, program_class: type[OpProgram] | None = None):
         self._programs: OrderedDict[tuple, OpProgram | Unsupported] = OrderedDict()
+        self.program_class = program_class or OpProgram  # how a program is compiled and run (sim | nrt)
         self._lock = threading.Lock()
         self.max_entries = max_entries
         self.builds = 0
@@ -489,7 +493,7 @@ class ProgramCache:
                                    "no tensor inputs (a factory op; the runtime allocates)")
             elif prog is None:
                 try:
-                    prog = OpProgram(info, values, dyn, key)
+                    prog = self.program_class(info, values, dyn, key)
                 except Unsupported as e:
                     prog = e
                 self.builds += 1

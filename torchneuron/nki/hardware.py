@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import _env
+from .. import _env, targets
 from .errors import ERR_INVALID_ARG, fail
 
 
@@ -72,18 +72,22 @@ TRN3 = Target(
     tensor_bf16_tflops=79.0, tensor_fp32_tflops=20.0,
 )
 
-TARGETS: dict[str, Target] = {"trn1": TRN1, "gen2": TRN1, "trn2": TRN2, "gen3": TRN2, "trn3": TRN3, "gen4": TRN3}
+_BY_NAME = {t.name: t for t in (TRN1, TRN2, TRN3)}
+# Both spellings of each generation (trn2 | gen3), from the one target table (torchneuron.targets).
+TARGETS: dict[str, Target] = {
+    spelling: _BY_NAME[t.name] for t in targets.TARGETS.values() for spelling in (t.name, t.nki_generation)}
 
 
 def target_named(name: str) -> Target:
-    key = name.strip().lower()
-    if key not in TARGETS:
+    try:
+        return _BY_NAME[targets.named(name).name]
+    except targets.UnknownTarget:
         raise fail(ERR_INVALID_ARG, f"unknown NeuronCore target {name!r}.",
-                   f"use one of {sorted(TARGETS)} in NEURON_PLATFORM_TARGET_OVERRIDE or TORCHNEURON_TARGET.")
-    return TARGETS[key]
+                   f"use one of {sorted(TARGETS)} in NEURON_PLATFORM_TARGET_OVERRIDE or TORCHNEURON_TARGET.") from None
 
 
 def current_target() -> Target:
-    """NEURON_PLATFORM_TARGET_OVERRIDE (AWS's switch) wins, then TORCHNEURON_TARGET (default trn2)."""
+    """NEURON_PLATFORM_TARGET_OVERRIDE (AWS's switch, read per kernel) wins, then the process's target
+    (torchneuron.targets: TORCHNEURON_TARGET, or on the nrt runtime the instance's)."""
     override = _env.get(_env.NKI_TARGET).strip()
-    return target_named(override or _env.get(_env.TARGET))
+    return target_named(override) if override else _BY_NAME[targets.current().name]

@@ -3,9 +3,13 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <optional>
+
 #include "aten/native/HostAlias.h"
 #include "aten/native/HostOutputAllocator.h"
+#include "aten/native/HostStaging.h"
 #include "device/Streams.h"
+#include "runtime/Runtime.h"
 
 namespace torchneuron::native {
 
@@ -26,7 +30,26 @@ c10::DeviceIndex commonDevice(const char* op, std::initializer_list<const at::Te
   return device;
 }
 
-at::Tensor hostOrUndefined(const at::Tensor& t) { return t.defined() ? hostAlias(t) : t; }
+// The CPU kernel's view of the device tensors and of its results: zero-copy on the simulator (outputs allocated
+// in device memory), host copies on nrt (read in, results uploaded).
+class HostSide {
+ public:
+  explicit HostSide(c10::DeviceIndex device) : device_(device), staged_(!deviceMemoryIsHostMemory()) {
+    if (!staged_) capture_.emplace(device, static_cast<int>(currentStream(device).id()));
+  }
+  at::Tensor in(const at::Tensor& t) const {
+    if (!t.defined()) return t;
+    return staged_ ? hostTensorOver(readStorage(t.storage(), *currentQueue(device_)), t) : hostAlias(t);
+  }
+  at::Tensor out(const at::Tensor& t) const {
+    return staged_ ? uploadHostResult(t, device_, *currentQueue(device_)) : fromHostResult(t, device_);
+  }
+
+ private:
+  c10::DeviceIndex device_;
+  bool staged_;
+  std::optional<CaptureOutputsOnDevice> capture_;
+};
 } // namespace
 
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
@@ -35,11 +58,11 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
                                     c10::IntArrayRef output_padding, int64_t groups) {
   at::Tensor b = bias.value_or(at::Tensor());
   c10::DeviceIndex device = commonDevice("aten::convolution", {&input, &weight, &b});
-  CaptureOutputsOnDevice capture(device, static_cast<int>(currentStream(device).id()));
-  std::optional<at::Tensor> host_bias = b.defined() ? std::optional<at::Tensor>(hostAlias(b)) : std::nullopt;
-  at::Tensor out = at::convolution(hostAlias(input), hostAlias(weight), host_bias, stride, padding, dilation,
+  HostSide host(device);
+  std::optional<at::Tensor> host_bias = b.defined() ? std::optional<at::Tensor>(host.in(b)) : std::nullopt;
+  at::Tensor out = at::convolution(host.in(input), host.in(weight), host_bias, stride, padding, dilation,
                                    transposed, output_padding, groups);
-  return fromHostResult(out, device);
+  return host.out(out);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
@@ -47,11 +70,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding,
     int64_t groups, std::array<bool, 3> output_mask) {
   c10::DeviceIndex device = commonDevice("aten::convolution_backward", {&grad_output, &input, &weight});
-  CaptureOutputsOnDevice capture(device, static_cast<int>(currentStream(device).id()));
+  HostSide host(device);
   std::vector<int64_t> bias_sizes{transposed ? weight.size(1) * groups : weight.size(0)};
-  auto [gi, gw, gb] = at::convolution_backward(hostOrUndefined(grad_output), hostOrUndefined(input), hostOrUndefined(weight), bias_sizes, stride,
-                                               padding, dilation, transposed, output_padding, groups, output_mask);
-  return {fromHostResult(gi, device), fromHostResult(gw, device), fromHostResult(gb, device)};
+  auto [gi, gw, gb] = at::convolution_backward(host.in(grad_output), host.in(input), host.in(weight), bias_sizes,
+                                               stride, padding, dilation, transposed, output_padding, groups,
+                                               output_mask);
+  return {host.out(gi), host.out(gw), host.out(gb)};
 }
 
 } // namespace torchneuron::native

@@ -1,10 +1,12 @@
 // Copies between host and neuron memory and between neuron devices, ordered on the current streams.
-// Same-dtype dense copies are plain byte transfers through the Runtime (the path libnrt takes too);
-// conversions and strided layouts run the host copy kernel on zero-copy aliases (simulator only).
+// Same-dtype dense copies are plain byte transfers through the Runtime (nrt_tensor_read/write/copy on nrt);
+// conversions and strided layouts run the host copy kernel: on zero-copy aliases on the simulator, through
+// host copies of the storages on nrt (HostStaging.h).
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
 #include "aten/native/HostAlias.h"
+#include "aten/native/HostStaging.h"
 #include "aten/native/Minimal.h"
 #include "device/PinnedAllocator.h"
 #include "device/Streams.h"
@@ -30,13 +32,6 @@ const void* bytesOf(const at::Tensor& t) {
 void* mutableBytesOf(const at::Tensor& t) {
   return static_cast<char*>(t.storage().mutable_data()) + t.storage_offset() * t.itemsize();
 }
-
-void requireHostAddressable(const at::Tensor& src, const at::Tensor& dst) {
-  TORCH_CHECK(runtime().hostAddressable(), "neuron: copy from ", src.device(), " ", src.scalar_type(), " ",
-              src.sizes(), " to ", dst.device(), " ", dst.scalar_type(), " ", dst.sizes(),
-              " needs a conversion or strided copy, which this runtime does not run on device memory; make both "
-              "tensors contiguous with the same dtype first");
-}
 } // namespace
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
@@ -53,9 +48,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     if (bytewise) {
       rt.copyDeviceToHost(mutableBytesOf(dst), bytesOf(self), nbytes, *q, async,
                           profiler::copyDone([self, dst] {}, "Memcpy DtoH (neuron -> host)", self, nbytes));
-    } else {
-      requireHostAddressable(self, dst);
+    } else if (rt.hostAddressable()) {
       q->submit([src = hostAlias(self), dst]() mutable { dst.copy_(src); }, async);
+    } else {
+      copyThroughHost(self, dst, *q);
     }
   } else if (!src_dev && dst_dev) {
     auto q = currentQueue(dst.device().index());
@@ -63,9 +59,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     if (bytewise) {
       rt.copyHostToDevice(mutableBytesOf(dst), bytesOf(self), nbytes, *q, async,
                           profiler::copyDone([self, dst] {}, "Memcpy HtoD (host -> neuron)", dst, nbytes));
-    } else {
-      requireHostAddressable(self, dst);
+    } else if (rt.hostAddressable()) {
       q->submit([self, out = hostAlias(dst)]() mutable { out.copy_(self); }, async);
+    } else {
+      copyThroughHost(self, dst, *q);
     }
   } else {
     TORCH_CHECK(src_dev && dst_dev, "neuron: _copy_from called without a neuron tensor");
@@ -78,9 +75,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     if (bytewise) {
       rt.copyDeviceToDevice(mutableBytesOf(dst), bytesOf(self), nbytes, *dst_q, non_blocking,
                             profiler::copyDone([self, dst] {}, "Memcpy DtoD (neuron -> neuron)", dst, nbytes));
-    } else {
-      requireHostAddressable(self, dst);
+    } else if (rt.hostAddressable()) {
       dst_q->submit([src = hostAlias(self), out = hostAlias(dst)]() mutable { out.copy_(src); }, non_blocking);
+    } else {
+      copyThroughHost(self, dst, *dst_q);
     }
   }
   return dst;

@@ -4,8 +4,11 @@
 #include <c10/util/Exception.h>
 
 #include "aten/native/HostAlias.h"
+#include "aten/native/HostStaging.h"
 #include "aten/native/HostThreads.h"
+#include "aten/native/Minimal.h"
 #include "device/Streams.h"
+#include "runtime/Runtime.h"
 
 namespace torchneuron {
 
@@ -37,16 +40,35 @@ c10::DeviceIndex DeviceCheck::finish() {
   return device_;
 }
 
+// runtime() first: which memory model applies is known once the runtime exists (an op may be the first use).
+HostCall::HostCall(OpEntry& entry, c10::DeviceIndex device)
+    : entry_(entry), device_(device), staged_((runtime(), !deviceMemoryIsHostMemory())) {}
+
+at::Tensor HostCall::stage(const at::Tensor& t, bool written) {
+  c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
+  for (auto& s : storages_) {
+    if (s.device_storage == storage) {
+      s.written = s.written || written;
+      return hostTensorOver(s.host, t);
+    }
+  }
+  storages_.push_back({storage, &t, readStorage(t.storage(), *currentQueue(device_)), written});
+  return hostTensorOver(storages_.back().host, t);
+}
+
 at::Tensor HostCall::toHost(const at::Tensor& t, bool written) {
   // One tensor passed twice (x.add_(x), out=self) stays one host tensor, so the kernel sees the aliasing
   // (TensorIterator's in-place shape check, overlap checks) exactly as on the CPU.
   for (auto& p : pairs_) {
     if (p.original->unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) {
       p.written = p.written || written;
+      if (staged_ && written) {
+        for (auto& s : storages_) s.written = s.written || s.device_storage == p.original->storage().unsafeGetStorageImpl();
+      }
       return p.alias;
     }
   }
-  at::Tensor alias = reusableHostAlias(t);
+  at::Tensor alias = staged_ ? stage(t, written) : reusableHostAlias(t);
   c10::StorageImpl* storage = alias.storage().unsafeGetStorageImpl();
   pairs_.push_back({alias.unsafeGetTensorImpl(), storage, storage->data(), &t, written, alias});
   return alias;
@@ -68,13 +90,12 @@ at::Tensor HostCall::toDevice(at::Tensor out) const {
       return deviceTensorOver(p.original->storage(), out, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1));
     }
   }
+  if (staged_) return uploadHostResult(out, device_, *currentQueue(device_));
   return fromHostResult(out, device_);  // a fresh result, allocated in device memory during the kernel
 }
 
 // out= kernels may resize their outputs: mirror the new geometry (and grown storage) on the neuron tensor.
 void HostCall::syncWritten(const Pair& p) const {
-  c10::TensorImpl* alias = p.alias_impl;
-  c10::TensorImpl* original = p.original->unsafeGetTensorImpl();
   if (p.alias_storage->data() != p.alias_data) {
     c10::DataPtr grown = p.alias_storage->set_data_ptr(c10::DataPtr());
     retagAsDevice(grown, device_);
@@ -83,6 +104,22 @@ void HostCall::syncWritten(const Pair& p) const {
     target->set_data_ptr_noswap(std::move(grown));
     target->set_nbytes(nbytes);
   }
+  syncGeometry(p);
+}
+
+// nrt: the written storages go back to the device (grown first when an out= kernel resized its copy).
+void HostCall::writeBackStaged() {
+  auto queue = currentQueue(device_);
+  for (auto& s : storages_) {
+    if (!s.written) continue;
+    if (s.host.nbytes() != s.device_storage->nbytes()) native::resizeStorageBytes(s.device_storage, s.host.nbytes());
+    writeStorage(s.host, s.original->storage(), *queue);
+  }
+}
+
+void HostCall::syncGeometry(const Pair& p) const {
+  c10::TensorImpl* alias = p.alias_impl;
+  c10::TensorImpl* original = p.original->unsafeGetTensorImpl();
   if (alias->sizes() != original->sizes() || alias->strides() != original->strides() ||
       alias->storage_offset() != original->storage_offset()) {
     original->set_sizes_and_strides(alias->sizes(), alias->strides(), alias->storage_offset());
@@ -95,7 +132,7 @@ void HostCall::syncWritten(const Pair& p) const {
 
 void HostCall::addContext(c10::Error& e) const {
   e.add_context(c10::str("while running ", entry_.name, " on neuron:", static_cast<int>(device_),
-                         " (host kernel on the simulator)"));
+                         staged_ ? " (on the CPU: the op has no NEFF on this runtime)" : " (host kernel on the simulator)"));
 }
 
 int HostCall::enterStream(c10::DeviceIndex device) {
@@ -107,14 +144,20 @@ int HostCall::enterStream(c10::DeviceIndex device) {
 }
 
 HostCall::Scope::Scope(HostCall& call)
-    : call_(call),
-      stream_(enterStream(call.device_)),
-      capture_(call.device_, stream_),
-      activity_(call.entry_.name, call.device_, stream_) {}
+    : call_(call), stream_(enterStream(call.device_)), activity_(call.entry_.name, call.device_, stream_) {
+  if (!call.staged_) capture_.emplace(call.device_, stream_);
+}
 
 void HostCall::Scope::done() {
-  for (const auto& p : call_.pairs_) {
-    if (p.written) call_.syncWritten(p);
+  if (call_.staged_) {
+    call_.writeBackStaged();
+    for (const auto& p : call_.pairs_) {
+      if (p.written) call_.syncGeometry(p);
+    }
+  } else {
+    for (const auto& p : call_.pairs_) {
+      if (p.written) call_.syncWritten(p);
+    }
   }
   if (C10_UNLIKELY(activity_.isOpen())) {
     for (const auto& p : call_.pairs_) activity_.addTensor(*p.original, p.written);

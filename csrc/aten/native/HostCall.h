@@ -1,13 +1,15 @@
 #pragma once
-// One host-kernel call on the simulator, shared by the boxed fallback (any op) and the unboxed fast path
-// (the hottest ops): neuron arguments become zero-copy host aliases, the CPU kernel runs with its outputs
-// allocated in device memory, and results come back as neuron tensors.
+// One host-kernel call, shared by the boxed fallback (any op) and the unboxed fast path (the hottest ops). On
+// the simulator neuron arguments become zero-copy host aliases, the CPU kernel runs with its outputs allocated
+// in device memory, and results come back as neuron tensors. On nrt, whose device memory the host cannot
+// address, the same call runs on host copies instead (HostStaging.h): the CPU fallback of an op with no NEFF.
 //
 // The caller's tensors are referred to by pointer, never copied: in PyTorch 2.13 the first C++ copy of a
 // tensor that has a Python object increfs that object, taking the GIL the Python binding just released.
 #include <ATen/core/Tensor.h>
 #include <c10/util/SmallVector.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,12 +37,13 @@ class DeviceCheck {
 
 class HostCall {
  public:
-  HostCall(OpEntry& entry, c10::DeviceIndex device) : entry_(entry), device_(device) {}
+  HostCall(OpEntry& entry, c10::DeviceIndex device);
 
-  // The host alias of a neuron tensor (one alias per distinct tensor, so x.add_(x) keeps its aliasing).
+  // The host alias (nrt: host copy) of a neuron tensor (one per distinct tensor, so x.add_(x) keeps its
+  // aliasing; on nrt one host copy per storage, so views of one storage stay views of one buffer).
   at::Tensor toHost(const at::Tensor& t, bool written);
   // A result of the host kernel as a neuron tensor: the caller's own tensor (in-place / out=), a view of an
-  // input's storage, or a fresh result whose device-memory storage is handed over.
+  // input's storage, or a fresh result whose device-memory storage is handed over (nrt: uploaded).
   at::Tensor toDevice(at::Tensor out) const;
   // The caller's tensor behind an alias the kernel returned by reference (in-place / out=), or nullptr.
   const at::Tensor* originalOf(const at::Tensor& alias) const;
@@ -71,6 +74,13 @@ class HostCall {
     bool written;
     at::Tensor alias;
   };
+  // nrt: one host copy per neuron storage the call touches.
+  struct Staged {
+    c10::StorageImpl* device_storage;
+    const at::Tensor* original;  // a caller tensor over it (keeps it alive for the call)
+    c10::Storage host;
+    bool written;
+  };
   // Stream order and device-memory capture for the kernel's lifetime (RAII, so errors unwind it).
   class Scope {
    public:
@@ -80,7 +90,7 @@ class HostCall {
    private:
     HostCall& call_;
     const int stream_;
-    CaptureOutputsOnDevice capture_;
+    std::optional<CaptureOutputsOnDevice> capture_;  // the simulator only
     profiler::OpActivity activity_;  // the op's device event while a profiler records (else inert)
   };
   static int enterStream(c10::DeviceIndex device);  // drains earlier async work; returns the stream index
@@ -95,10 +105,15 @@ class HostCall {
   }
   void addContext(c10::Error& e) const;
   void syncWritten(const Pair& p) const;
+  void syncGeometry(const Pair& p) const;
+  at::Tensor stage(const at::Tensor& t, bool written);
+  void writeBackStaged();
 
   OpEntry& entry_;
   c10::DeviceIndex device_;
+  const bool staged_;  // nrt: host copies instead of aliases
   c10::SmallVector<Pair, 8> pairs_;
+  c10::SmallVector<Staged, 4> storages_;
 };
 
 } // namespace torchneuron

@@ -1,5 +1,7 @@
 #include "aten/native/OpRegistry.h"
 
+#include "runtime/Runtime.h"
+
 #include <c10/util/flat_hash_map.h>
 
 #include <memory>
@@ -14,6 +16,7 @@ ska::flat_hash_map<const void*, OpEntry*> g_entries;  // keyed by the operator's
 std::vector<std::unique_ptr<OpEntry>> g_storage;
 std::atomic<OpPolicyFn> g_policy{nullptr};
 std::atomic<EagerExecutorFn> g_executor{nullptr};
+std::atomic<EagerExecutorFn> g_nrt_executor{nullptr};
 std::atomic<uint32_t> g_epoch{1};
 
 void nextEpoch() {
@@ -59,8 +62,19 @@ void setEagerExecutor(EagerExecutorFn fn) {
   g_executor.store(fn);
   nextEpoch();
 }
+void setNrtExecutor(EagerExecutorFn fn) {
+  g_nrt_executor.store(fn);
+  nextEpoch();
+}
 OpPolicyFn opPolicy() { return g_policy.load(std::memory_order_acquire); }
-EagerExecutorFn eagerExecutor() { return g_executor.load(std::memory_order_acquire); }
+EagerExecutorFn eagerExecutor() {
+  if (C10_UNLIKELY(!deviceMemoryIsHostMemory())) {
+    // Strict mode runs XLA:CPU on host views, which nrt device memory has not: the nrt executor lowers every op.
+    EagerExecutorFn nrt = g_nrt_executor.load(std::memory_order_acquire);
+    if (nrt != nullptr) return nrt;
+  }
+  return g_executor.load(std::memory_order_acquire);
+}
 
 void resetOpPolicyDecisions() {
   std::lock_guard<std::mutex> lock(g_mutex);

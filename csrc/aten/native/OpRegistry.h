@@ -42,7 +42,11 @@ using EagerExecutorFn = bool (*)(const c10::OperatorHandle& op, torch::jit::Stac
 
 void setOpPolicy(OpPolicyFn fn);
 void setEagerExecutor(EagerExecutorFn fn);
+// The nrt runtime's executor (each op as a NEFF); used only once an nrt runtime exists, where device memory is
+// not host memory and the host kernels cannot run on it directly.
+void setNrtExecutor(EagerExecutorFn fn);
 OpPolicyFn opPolicy();
+// The executor that replaces the host path for this process: on nrt the nrt one, else strict mode's (or none).
 EagerExecutorFn eagerExecutor();
 // Forgets cached policy decisions (after the policy changes).
 void resetOpPolicyDecisions();

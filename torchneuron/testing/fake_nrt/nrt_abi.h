@@ -1,0 +1,1 @@
+../../../csrc/runtime/nrt/nrt_abi.h
