@@ -157,7 +157,7 @@ def _make_checker(timeout: int):
                     torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=True, check_device=False)
                 except AssertionError as err:
                     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-                    return "; ".join(lines[:3])[:200]
+                    return clip("; ".join(lines[:3]), 200)
             elif isinstance(e, (bool, int, float)) and not isinstance(a, torch.Tensor):
                 if type(a) is not type(e) or (a != e and not (a != a and e != e)):  # NaN equals NaN here
                     return f"value {a!r} vs {e!r}"
@@ -207,14 +207,14 @@ def _make_checker(timeout: int):
                     if isinstance(prog, Unsupported):
                         why = str(prog).removeprefix(f"{info.name}: ")
                         status = "runtime" if why.startswith(("view", "runtime check", "no tensor inputs")) else "missing"
-                        events.append((name, status, why[:300]))
+                        events.append((name, status, clip(why, 300)))
                         continue
                     actual = prog(info, values, dyn)
                 except Timeout:
                     raise
                 except Exception as e:
                     msg = str(e).splitlines()[0] if str(e) else ""
-                    events.append((name, "missing", f"{type(e).__name__}: {msg}"[:300]))
+                    events.append((name, "missing", clip(f"{type(e).__name__}: {msg}", 300)))
                     continue
                 cause = compare(actual, expected, self.dtype_name)
                 if cause is None and mutable:
@@ -265,7 +265,7 @@ def _make_checker(timeout: int):
             events.append(("(timeout)", "missing", f"no result within {timeout}s"))
             status = "lowered"
         except Exception as e:
-            events.append(("(sample)", "missing", f"{type(e).__name__}: {str(e)[:200]}"))
+            events.append(("(sample)", "missing", clip(f"{type(e).__name__}: {e}", 200)))
             status = "lowered"
         finally:
             signal.alarm(0)
@@ -309,7 +309,7 @@ def _make_checker(timeout: int):
         except Timeout:
             pass
         except Exception as e:
-            events.append(("(backward)", "missing", f"{type(e).__name__}: {str(e)[:200]}"))
+            events.append(("(backward)", "missing", clip(f"{type(e).__name__}: {e}", 200)))
         finally:
             signal.alarm(0)
         return events
@@ -376,7 +376,7 @@ def sweep(names: list[str], dtypes: list[str], max_samples: int, timeout: int, c
             remaining = [n for n in batch if n not in done]
             if remaining and proc.returncode != 0:
                 crashed = remaining[0]
-                why = (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1][:200]
+                why = clip((proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1], 200)
                 results[crashed] = {"op": crashed, "dtypes": {d: {"status": "missing", "events": [
                     ["(crash)", "missing", f"worker died (exit {proc.returncode}): {why}"]]} for d in dtypes}}
                 remaining = remaining[1:]
@@ -568,8 +568,20 @@ def _category(cause: str) -> str:
     return "other torch-mlir lowering gaps"
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, cut at a word boundary and marked with an ellipsis: causes are
+    shown to users (FallbackWarning, docs/op_coverage.md), which must never read a word cut in half."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:([{") + "…"
+
+
 def _md(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")[:240]
+    return clip(s.replace("|", "\\|").replace("\n", " "), 240)
 
 
 def main() -> None:

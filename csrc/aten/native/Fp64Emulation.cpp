@@ -22,7 +22,8 @@ namespace torchneuron {
 namespace {
 constexpr int kUnread = -1;
 std::atomic<int> g_mode{kUnread};
-std::once_flag g_warned;
+std::atomic<bool> g_warned{false};
+std::atomic<Fp64CallerIsInternalFn> g_internal_caller{nullptr};
 thread_local bool t_emulating = false;
 
 Fp64Mode modeFromEnv() {
@@ -226,6 +227,8 @@ Fp64Mode fp64Mode() {
 
 void setFp64Mode(Fp64Mode mode) { g_mode.store(static_cast<int>(mode)); }
 
+void setFp64CallerIsInternal(Fp64CallerIsInternalFn fn) { g_internal_caller.store(fn, std::memory_order_release); }
+
 bool isFp64Exempt(const std::string& name) { return exemptOps().count(name) > 0; }
 
 bool emulateFp64(const c10::OperatorHandle& op, torch::jit::Stack* stack,
@@ -246,12 +249,16 @@ bool emulateFp64(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   const MetaOutcome outcome = inferResultDtypes(op, args, &expected);
   if (outcome == MetaOutcome::Rejected) return false;  // let the op raise its own error, unconverted
 
-  std::call_once(g_warned, [&] {
-    TORCH_WARN("neuron: ", name.name, (name.overload_name.empty() ? "" : "."), name.overload_name,
-               " computes on float64 tensors: NeuronCores have no float64 arithmetic, so float64 ops run in "
-               "float32 and their results are stored as float64 (float32 precision). Set TORCHNEURON_FP64=native "
-               "to compute in float64 on the simulator (a Trn host cannot), or use float32. Warned once.");
-  });
+  // Not for PyTorch's own conversions (print() formats through float64): the user has no float64 there.
+  if (!g_warned.load(std::memory_order_relaxed)) {
+    auto internal = g_internal_caller.load(std::memory_order_acquire);
+    if ((internal == nullptr || !internal()) && !g_warned.exchange(true)) {
+      TORCH_WARN("neuron: ", name.name, (name.overload_name.empty() ? "" : "."), name.overload_name,
+                 " computes on float64 tensors: NeuronCores have no float64 arithmetic, so float64 ops run in "
+                 "float32 and their results are stored as float64 (float32 precision). Set TORCHNEURON_FP64=native "
+                 "to compute in float64 on the simulator (a Trn host cannot), or use float32. Warned once.");
+    }
+  }
 
   t_emulating = true;
   struct Reset {

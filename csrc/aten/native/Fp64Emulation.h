@@ -24,6 +24,12 @@ void setFp64Mode(Fp64Mode mode);
 bool emulateFp64(const c10::OperatorHandle& op, torch::jit::Stack* stack,
                  const std::function<void(torch::jit::Stack*)>& run);
 
+// Whether the op being emulated was called by PyTorch's own code rather than the user's (torch._tensor_str
+// converts to float64 to format a tensor): the once-per-process float64 notice is then not spent on it. The
+// Python bindings install the check (it reads the Python call stack); without one every call counts.
+using Fp64CallerIsInternalFn = bool (*)();
+void setFp64CallerIsInternal(Fp64CallerIsInternalFn fn);
+
 // Op names (aten::name, no overload) whose float64 arguments are never converted: data movement only.
 bool isFp64Exempt(const std::string& name);
 
