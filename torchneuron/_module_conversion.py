@@ -39,12 +39,36 @@ def _crosses_neuron(module: nn.Module, device: torch.device | None) -> bool:
     return torch.device(device).type == "neuron" or _has_neuron_state(module)
 
 
+@contextlib.contextmanager
+def _lazy_tensors_moved_to(module: nn.Module, device: torch.device):
+    """Uninitialized (lazy) parameters and buffers are re-created on ``device`` and kept out of the conversion,
+    which would turn them into plain empty Parameters (PyTorch's PrivateUse1 and swap paths both do); they
+    materialize there at the first forward, as lazy modules do on CUDA."""
+    from torch.nn.parameter import UninitializedBuffer, UninitializedParameter
+
+    held = []
+    for m in module.modules():
+        for store in (m._parameters, m._buffers):
+            for key, t in store.items():
+                if isinstance(t, (UninitializedParameter, UninitializedBuffer)):
+                    held.append((store, key, t))
+                    store[key] = None
+    try:
+        yield
+    finally:
+        device = torch.device(device)
+        for store, key, t in held:
+            extra = {"persistent": t.persistent} if isinstance(t, UninitializedBuffer) else {}
+            store[key] = type(t)(requires_grad=t.requires_grad, device=device, dtype=t.dtype, **extra)
+
+
 def _wrap(method, target_device):
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        if _crosses_neuron(self, target_device(*args, **kwargs)):
+        device = target_device(*args, **kwargs)
+        if _crosses_neuron(self, device):
             try:
-                with _swap_params_on_conversion():
+                with _swap_params_on_conversion(), _lazy_tensors_moved_to(self, device):
                     return method(self, *args, **kwargs)
             except RuntimeError as e:
                 # A parameter still referenced by a live autograd graph cannot be swapped; convert the rest

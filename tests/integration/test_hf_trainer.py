@@ -57,17 +57,32 @@ def test_bf16_training_is_accepted_and_runs_on_neuron(tmp_path):
     assert len(losses) == 3 and all(torch.isfinite(torch.tensor(losses)))
 
 
-def test_accelerator_prepares_model_and_optimizer_on_neuron():
+def test_accelerator_prepares_model_and_optimizer_on_neuron(tmp_path):
     from accelerate import Accelerator
     from accelerate.state import AcceleratorState
 
     AcceleratorState._reset_state(reset_partial_state=True)
     acc = Accelerator()
-    model, _ = acc.prepare(torch.nn.Linear(4, 2), torch.optim.AdamW(torch.nn.Linear(4, 2).parameters()))
+    linear = torch.nn.Linear(4, 2)
+    model, opt = acc.prepare(linear, torch.optim.AdamW(linear.parameters()))
     assert acc.device.type == "neuron" and next(model.parameters()).device.type == "neuron"
     loss = model(torch.randn(3, 4, device=acc.device)).square().mean()
     acc.backward(loss)
+    opt.step()
+    acc.save_state(str(tmp_path))
+    rng = torch.load(next(tmp_path.glob("random_states_*.pkl")), weights_only=False)
+    assert len(rng["torch_neuron_manual_seed"]) == torch.neuron.device_count()
     AcceleratorState._reset_state(reset_partial_state=True)
+
+
+def test_the_docs_example_runs(tmp_path, monkeypatch):
+    import re
+    from pathlib import Path
+
+    monkeypatch.chdir(tmp_path)
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
+    for block in re.findall(r"```python\n(.*?)```", doc, re.DOTALL):
+        exec(compile(block, "docs/integrations.md", "exec"), {})  # noqa: S102  (the doc is ours)
 
 
 def test_save_pretrained_from_pretrained_round_trip(tmp_path):

@@ -11,6 +11,7 @@
 
 #include "aten/native/Fp64Emulation.h"
 #include "aten/native/HostCall.h"
+#include "aten/native/HostResults.h"
 #include "aten/native/OpRegistry.h"
 #include "device/Generator.h"
 
@@ -146,17 +147,7 @@ void runOnHost(const c10::OperatorHandle& op, OpEntry& entry, torch::jit::Stack*
 
   call.run([&] { op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &host); });
 
-  for (c10::IValue& v : host) {
-    if (v.isTensor()) {
-      v = call.toDevice(std::move(v).toTensor());
-    } else if (v.isTensorList()) {
-      c10::List<at::Tensor> out;
-      for (const at::Tensor& t : v.toTensorList()) out.push_back(call.toDevice(t));
-      v = std::move(out);
-    }
-  }
-  torch::jit::drop(*stack, nargs);
-  for (c10::IValue& v : host) stack->push_back(std::move(v));
+  returnResults(host, stack, nargs, [&](at::Tensor t) { return call.toDevice(std::move(t)); });
 }
 } // namespace
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "aten/native/HostCall.h"
+#include "aten/native/HostResults.h"
 #include "aten/native/HostFallback.h"
 #include "aten/native/OpRegistry.h"
 #include "device/Generator.h"
@@ -145,17 +146,7 @@ void nestedFallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::j
 
   call.run([&] { op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::NestedTensorCPU), &host); });
 
-  for (c10::IValue& v : host) {
-    if (v.isTensor()) {
-      v = nested.toDevice(std::move(v).toTensor());
-    } else if (v.isTensorList()) {
-      c10::List<at::Tensor> out;
-      for (const at::Tensor& t : v.toTensorList()) out.push_back(nested.toDevice(t));
-      v = std::move(out);
-    }
-  }
-  torch::jit::drop(*stack, nargs);
-  for (c10::IValue& v : host) stack->push_back(std::move(v));
+  returnResults(host, stack, nargs, [&](at::Tensor t) { return nested.toDevice(std::move(t)); });
 }
 
 } // namespace torchneuron
