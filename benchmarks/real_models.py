@@ -22,11 +22,11 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import torch
-from _common import emit, paired_seconds, parser, sync_for
-from torch import nn
+import torch  # noqa: E402
+from _common import emit, paired_seconds, parser, sync_for  # noqa: E402
+from torch import nn  # noqa: E402
 
-import torchneuron  # noqa: F401
+import torchneuron  # noqa: E402, F401
 
 
 class _LM(nn.Module):

@@ -6,8 +6,9 @@ Hugging Face accelerate (``is_neuron_available``) and transformers (``is_torch_n
 own package. Neither consults ``torch.accelerator`` or PyTorch's PrivateUse1 hooks for it, so without this a
 Trainer on a machine with torchneuron silently trains on the CPU.
 
-This module installs an import finder *after* every other finder on ``sys.meta_path``: an installed
-``torch_neuronx`` (AWS's package) is always found first and is never shadowed. Only when no such package
+This module installs an import finder *after* every other finder on ``sys.meta_path`` (and defers to any
+finder added after it): an installed ``torch_neuronx`` (AWS's package, also an editable install) is always
+found first and is never shadowed. Only when no such package
 exists does ``find_spec("torch_neuronx")`` answer with a small alias module, and only while the alias
 applies (``TORCHNEURON_NEURONX_ALIAS``):
 
@@ -62,21 +63,32 @@ class _AliasLoader(importlib.abc.Loader):
         return None  # the default module object
 
     def exec_module(self, module: types.ModuleType) -> None:
-        import torchneuron
-
+        # The finder exists only once torchneuron is loaded; read its version without importing the package
+        # from a submodule (an import cycle).
+        version = getattr(sys.modules.get("torchneuron"), "__version__", "")
         module.__doc__ = "torchneuron's stand-in for torch_neuronx (see torchneuron._neuronx_alias)."
-        module.__version__ = torchneuron.__version__
+        module.__version__ = version
         module.__torchneuron_alias__ = True  # type: ignore[attr-defined]
         module.__getattr__ = _missing  # type: ignore[attr-defined]
 
 
 class AliasFinder(importlib.abc.MetaPathFinder):
-    """Answers for ``torch_neuronx`` only, and only when no other finder did (it sits last)."""
+    """Answers for ``torch_neuronx`` only, and only when no other finder can: it sits last, and a finder
+    appended after it (an editable install's finder, added once torchneuron was imported) is asked first."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname != NAME or not applies():
+        if fullname != NAME or self._found_elsewhere(fullname, path, target) or not applies():
             return None
         return importlib.machinery.ModuleSpec(NAME, _AliasLoader(), origin="torchneuron alias")
+
+    def _found_elsewhere(self, fullname: str, path: Any, target: Any) -> bool:
+        finders = list(sys.meta_path)
+        later = finders[finders.index(self) + 1:] if self in finders else []
+        for finder in later:
+            find = getattr(finder, "find_spec", None)
+            if find is not None and find(fullname, path, target) is not None:
+                return True  # returning None lets the import system reach that finder's spec
+        return False
 
 
 def install() -> None:

@@ -56,3 +56,28 @@ def test_demo_runs_clean():
                           capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Warning" not in proc.stderr and "deprecated" not in proc.stderr, proc.stderr
+
+
+def test_clipped_causes_end_at_a_word_with_an_ellipsis():
+    from torchneuron.testing.opinfo_sweep import clip
+
+    text = "shape-specialised graph per input shape (pad or bucket variable dimensions to bound recompiles)"
+    assert clip(text, 200) == text
+    short = clip(text, 60)
+    assert len(short) <= 60 and short.endswith("…") and text.startswith(short[:-1])
+    assert text[len(short) - 1] == " "  # cut before a word, never inside one
+    assert clip("x" * 50, 20) == "x" * 19 + "…"  # no space to cut at: cut hard, still marked
+
+
+def test_no_cause_in_the_op_table_is_cut_mid_word():
+    """The causes FallbackWarning and docs/op_coverage.md show (the table once read "... bucket variable dime")."""
+    from torchneuron.lowering import op_table
+
+    causes = list(op_table.CAUSES.values())
+    causes += [cause for per_dtype in op_table.OPINFO.values() for _, cause in per_dtype.values()]
+    assert len(causes) > 100
+    # the sweep clips at 200, 240 or 300 characters: a cause cut to exactly that length lost its end unmarked
+    cut = [c[-40:] for c in causes if len(c) in (200, 240, 300) and not c.endswith("…")]
+    assert cut == []
+    assert sum(c.endswith("…") for c in causes) > 10  # clipped ones are there, marked
+    assert not any(c.endswith("dime") for c in causes)

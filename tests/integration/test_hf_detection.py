@@ -5,7 +5,9 @@ torch.neuron.is_available(). The alias answers that lookup only when AWS's packa
 default only while no CUDA device is available."""
 
 import importlib
+import importlib.abc
 import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
@@ -41,6 +43,51 @@ def test_a_real_torch_neuronx_is_never_shadowed(tmp_path, fresh, monkeypatch):
     importlib.invalidate_caches()
     assert importlib.util.find_spec("torch_neuronx").origin == str(pkg / "__init__.py")
     assert importlib.import_module("torch_neuronx").REAL
+
+
+def test_a_finder_added_after_the_alias_still_wins(tmp_path, fresh):
+    """An editable install registers its own meta-path finder; one added after torchneuron's is asked first."""
+    source = tmp_path / "real_neuronx.py"
+    source.write_text("REAL = 'editable'\n")
+
+    class EditableFinder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path=None, target=None):
+            if fullname != "torch_neuronx":
+                return None
+            return importlib.util.spec_from_file_location(fullname, source)
+
+    finder = EditableFinder()
+    sys.meta_path.append(finder)
+    try:
+        assert sys.meta_path.index(finder) > next(i for i, f in enumerate(sys.meta_path)
+                                                  if isinstance(f, _neuronx_alias.AliasFinder))
+        assert importlib.util.find_spec("torch_neuronx").origin == str(source)
+        assert importlib.import_module("torch_neuronx").REAL == "editable"
+    finally:
+        sys.meta_path.remove(finder)
+
+
+_WITH_AWS_PACKAGE = textwrap.dedent("""
+    import torch, torch_neuronx
+    from accelerate.utils import is_neuron_available
+    from transformers.utils import is_torch_neuron_available
+    print(torch_neuronx.__file__, getattr(torch_neuronx, "__torchneuron_alias__", False),
+          torch_neuronx.REAL, is_neuron_available(), is_torch_neuron_available())
+""")
+
+
+def test_hf_libraries_get_aws_package_when_it_is_installed(tmp_path):
+    """A host with AWS's torch_neuronx: the libraries import that package, never the alias, in a fresh process
+    where torchneuron is autoloaded by `import torch` (before the package is first imported)."""
+    pytest.importorskip("accelerate")
+    pkg = tmp_path / "torch_neuronx"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("REAL = 'aws'\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", _WITH_AWS_PACKAGE], capture_output=True, text=True, timeout=300,
+                         check=False, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(pkg / "__init__.py"), "False", "aws", "True", "True"]
 
 
 @pytest.mark.parametrize("value, cuda, expected", [("auto", False, True), ("auto", True, False),

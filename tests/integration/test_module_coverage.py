@@ -1,34 +1,25 @@
-"""docs/module_coverage.md (tools/gen_module_coverage.py) stays true: it lists every torch.nn module class,
-its summary agrees with its rows, and re-running classes gives the statuses it claims (a sample of them in
-CI, all of them with -m slow)."""
+"""docs/module_coverage.md (tools/gen_module_coverage.py over torchneuron.testing.module_sweep) stays true: it
+lists every torch.nn module class, its summary agrees with its rows, and re-running classes gives the statuses
+it claims (a sample of them in CI, all of them with -m slow)."""
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from torchneuron.testing import module_sweep
+from torchneuron.testing.module_coverage_doc import parse_doc
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("gen_module_coverage", ROOT / "tools" / "gen_module_coverage.py")
-    tool = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = tool  # its dataclasses look their module up
-    spec.loader.exec_module(tool)
-    return tool
-
-
-TOOL = _tool()
 DOC = (ROOT / "docs" / "module_coverage.md").read_text()
-CLAIMED = TOOL.parse_doc(DOC)
+CLAIMED = parse_doc(DOC)
 SAMPLE = ["Linear", "Conv2d", "BatchNorm2d", "LayerNorm", "GRUCell", "LSTMCell", "Embedding", "EmbeddingBag",
           "LazyLinear", "MaxUnpool2d", "Dropout", "RReLU", "MSELoss", "Softmax", "TransformerDecoder"]
 
 
 def test_the_doc_lists_every_module_class():
-    assert list(CLAIMED) == TOOL.module_classes(), "docs/module_coverage.md is stale: run tools/gen_module_coverage.py"
+    stale = "docs/module_coverage.md is stale: run tools/gen_module_coverage.py"
+    assert list(CLAIMED) == module_sweep.module_classes(), stale
 
 
 def test_the_summary_agrees_with_the_rows():
@@ -39,18 +30,18 @@ def test_the_summary_agrees_with_the_rows():
     assert statuses.count("fail") == 0, [c for c, s in CLAIMED.items() if s == "fail"]
     for name, status in CLAIMED.items():
         if status == "known difference":
-            assert name in TOOL.KNOWN  # and the reason is in its row
+            assert name in module_sweep.KNOWN  # and the reason is in its row
 
 
 @pytest.mark.parametrize("name", SAMPLE)
 def test_classes_have_the_status_the_doc_claims(name):
-    (result,) = TOOL.sweep([name])
+    (result,) = module_sweep.sweep([name])
     assert result.status == CLAIMED[name], result.notes
 
 
 @pytest.mark.slow
 def test_every_class_has_the_status_the_doc_claims():
-    got = {r.name: r.status for r in TOOL.sweep()}
+    got = {r.name: r.status for r in module_sweep.sweep()}
     assert got == CLAIMED
 
 

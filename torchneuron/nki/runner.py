@@ -1,8 +1,11 @@
 """Launching a kernel on the simulator: host arrays in, an SPMD grid of kernel instances, outputs checked
 and converted back, and the cost report for the launch.
 
-Inputs are wrapped zero-copy where NumPy allows, so a kernel that writes an input mutates the caller's array
-(as AWS's simulator does). Torch CPU tensors are accepted when torch is installed and come back as torch.
+The entry point is `launch(func, args, kwargs, grid, api)`; `kernel.Kernel` calls it. Array arguments go
+through `host` (NumPy, torch CPU tensors, JAX arrays, or any kind registered there): each becomes a
+`shared_hbm`/`hbm` tensor over a NumPy view of the caller's memory, zero-copy where the kind allows, so a
+kernel that writes an input mutates the caller's array, as AWS's simulator does. Outputs come back as the
+kind of the first array argument.
 """
 
 from __future__ import annotations
@@ -18,20 +21,38 @@ from typing import Any
 
 import numpy as np
 
-from . import cost, dtypes, lnc
-from .core import context
+from . import cost, dtypes, host, lnc
+from .core import alu, context
 from .core.buffers import HBM, SHARED_HBM, Storage
 from .core.tensor import NkiTensor
-from .errors import ERR_ANNOTATION, ERR_MEMORY, ERR_NESTED_SPMD, ERR_NOT_WRITTEN, NkiError, SourceLocation, fail, warn
+from .errors import (
+    ERR_ANNOTATION,
+    ERR_MEMORY,
+    ERR_NESTED_SPMD,
+    ERR_NOT_WRITTEN,
+    NkiError,
+    SourceLocation,
+    fail,
+    warn,
+)
 from .hardware import Target, current_target
+from .ops.tile import Tile
 
 
 @dataclass
 class GridDim:
-    """One dimension of a launch grid; `cores` > 1 marks logical-NeuronCore sharding (`nl.nc(2)`)."""
+    """One dimension of a launch grid. `cores` > 1 marks logical-NeuronCore sharding (`nl.nc(2)`):
+    `cores_major` puts consecutive program ids on one core (`nl.spmd_dim(nl.nc(2), 2)`: core = i // 2),
+    otherwise they alternate between cores (`nl.spmd_dim(2, nl.nc(2))`: core = i % 2)."""
 
     size: int
     cores: int = 1
+    cores_major: bool = False
+
+    def core_of(self, i: int) -> int:
+        if self.cores <= 1:
+            return 0
+        return i // (self.size // self.cores) if self.cores_major else i % self.cores
 
 
 @dataclass
@@ -41,62 +62,26 @@ class Launch:
     prints: list[tuple[str, Any]] = field(default_factory=list)
 
 
-def _is_torch(x: Any) -> bool:
-    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
-
-
-def _torch_to_numpy(t: Any) -> np.ndarray:
-    import torch
-
-    t = t.detach()
-    if t.device.type != "cpu":
-        raise fail(ERR_MEMORY, f"the simulator takes CPU tensors, got one on {t.device}.",
-                   "pass tensor.cpu(), or call the kernel through a registered NKI op.")
-    if t.dtype == torch.bfloat16:
-        return t.contiguous().view(torch.int16).numpy().view(dtypes.bfloat16)
-    if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
-        target = dtypes.float8_e4m3fn if t.dtype == torch.float8_e4m3fn else dtypes.float8_e5m2
-        return t.contiguous().view(torch.uint8).numpy().view(target)
-    return t.contiguous().numpy()
-
-
-def _numpy_to_torch(a: np.ndarray) -> Any:
-    import torch
-
-    if a.dtype == dtypes.bfloat16:
-        return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
-    if a.dtype in (dtypes.float8_e4m3fn, dtypes.float8_e5m2):
-        t = torch.from_numpy(np.ascontiguousarray(a).view(np.uint8))
-        return t.view(torch.float8_e4m3fn if a.dtype == dtypes.float8_e4m3fn else torch.float8_e5m2)
-    return torch.from_numpy(np.ascontiguousarray(a))
-
-
 @dataclass
 class _Input:
     original: Any
-    array: np.ndarray
+    view: host.HostView
     tensor: NkiTensor
-    copied: bool
+    kind: host.HostKind
 
 
 def _wrap_input(value: Any, buffer: Any, name: str) -> _Input | None:
-    if _is_torch(value):
-        arr = _torch_to_numpy(value)
-        copied = True
-    elif isinstance(value, np.ndarray):
-        arr, copied = value, False
-    else:
+    kind = host.kind_of(value)
+    if kind is None:
         return None
+    view = kind.to_numpy(value, name)
+    arr = view.array
     if arr.dtype == np.float64:
         raise fail(ERR_MEMORY, f"kernel input {name!r} is float64; NeuronCores have no 64-bit types.",
                    "pass float32 (or bfloat16) arrays: arr.astype(np.float32).")
     dt = dtypes.as_dtype(arr.dtype)
-    if arr.flags.c_contiguous and arr.flags.writeable:
-        flat = arr.reshape(-1)
-    else:
-        flat, copied = np.ascontiguousarray(arr).reshape(-1).copy(), True
-    st = Storage(arr.shape, dt, buffer, name, 0, data=flat)
-    return _Input(value, arr, NkiTensor.whole(st), copied)
+    st = Storage(arr.shape, dt, buffer, name, 0, data=arr.reshape(-1))
+    return _Input(value, view, Tile.whole(st), kind)
 
 
 def _kernel_location(func: Callable[..., Any], want_return: bool) -> SourceLocation:
@@ -143,30 +128,29 @@ def _outputs(result: Any) -> list[NkiTensor]:
     return []
 
 
-def _convert(result: Any, to_torch: bool) -> Any:
+def _convert(result: Any, kind: host.HostKind) -> Any:
     if isinstance(result, NkiTensor):
-        arr = np.array(result.read())
-        return _numpy_to_torch(arr) if to_torch else arr
+        return kind.from_numpy(result.read())
     if isinstance(result, tuple):
-        return tuple(_convert(r, to_torch) for r in result)
+        return tuple(_convert(r, kind) for r in result)
     if isinstance(result, list):
-        return [_convert(r, to_torch) for r in result]
+        return [_convert(r, kind) for r in result]
     if isinstance(result, dict):
-        return {k: _convert(v, to_torch) for k, v in result.items()}
+        return {k: _convert(v, kind) for k, v in result.items()}
     return result
 
 
-def _check_outputs(func: Callable[..., Any], outs: list[NkiTensor]) -> None:
+def _check_outputs(func: Callable[..., Any], outs: list[NkiTensor], api: str) -> None:
     for t in outs:
-        if t.buffer != SHARED_HBM:
+        # NKI 0.3 made shared_hbm mandatory for outputs; legacy kernels may return nl.hbm tensors
+        if t.buffer != SHARED_HBM and not (api == "legacy" and t.buffer.is_hbm):
             raise NkiError(ERR_MEMORY, f"kernel output `{t.name}` is in '{t.buffer.name}'; kernel outputs must be "
                            "allocated in shared_hbm.", "allocate it with nl.ndarray(shape, dtype, "
                            "buffer=nl.shared_hbm), store the result into it and return it.",
                            _kernel_location(func, True))
-        written = t.storage.written
-        if written is None:
+        if t.storage.written is None:
             continue
-        seen = written[t.offsets()] if t.is_gather or t.size != t.storage.size else written
+        seen = t.written_values()
         if not seen.any():
             raise NkiError(ERR_NOT_WRITTEN, f"kernel output `{t.name}` {t.shape} is never written.",
                            "nl.store / nisa.dma_copy the result into it before returning it.",
@@ -183,7 +167,7 @@ def grid_programs(grid: tuple[GridDim, ...]) -> list[tuple[tuple[int, ...], int]
         core = 0
         for d, i in zip(grid, ids):
             if d.cores > 1:
-                core = core * d.cores + i % d.cores
+                core = core * d.cores + d.core_of(i)
         programs.append((ids, core))
     return programs
 
@@ -210,15 +194,10 @@ def _bind_inputs(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
 
 
 def _write_back(inputs: list[_Input]) -> None:
-    """Inputs the simulator had to copy (torch, non-contiguous) get the kernel's writes back."""
+    """Inputs the simulator had to copy (non-contiguous arrays and tensors) get the kernel's writes back."""
     for item in inputs:
-        if not item.copied:
-            continue
-        new = item.tensor.storage.data.reshape(item.array.shape)
-        if _is_torch(item.original):
-            item.original.copy_(_numpy_to_torch(new))
-        elif item.original.flags.writeable:
-            item.original[...] = new
+        if not item.view.writes_through and item.view.write_back is not None:
+            item.view.write_back(item.tensor.storage.data.reshape(item.view.array.shape))
 
 
 def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], grid: tuple[GridDim, ...] = (),
@@ -238,18 +217,21 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     def program(i: int) -> tuple[context.KernelRun, Any]:
         ids, core = programs[i]
         run = context.KernelRun(target, models[core], sizes, ids, api, shared=shared, exchange=exchange,
-                                kernel_code=func.__code__)
-        with context.running(run):
-            return run, func(*bound.args, **bound.kwargs)
+                                kernel_code=func.__code__, tensor_class=Tile)
+        with context.running(run), np.errstate(**alu.ENGINE_ERRORS):
+            result = func(*bound.args, **bound.kwargs)
+        run.memory.finish()
+        return run, result
 
     if exchange is not None:  # LNC=2: the cores run at once and may sendrecv / core_barrier
         finished = lnc.run_concurrently(len(programs), lnc.bind_exchange(exchange)(program))
     else:
         finished = [program(i) for i in range(len(programs))]
     results = finished[0][1]  # every program returns the same shared_hbm outputs
-    _check_outputs(func, _outputs(results))
+    _check_outputs(func, _outputs(results), api)
     _write_back(inputs)
     report = cost.report(models, target, max(r.memory.peak["sbuf"] for r, _ in finished),
                          max(r.memory.peak["psum"] for r, _ in finished))
     prints = [p for r, _ in finished for p in r.prints]
-    return Launch(_convert(results, any(_is_torch(i.original) for i in inputs)), report, prints)
+    kind = inputs[0].kind if inputs else host.kind_of(np.empty(0))
+    return Launch(_convert(results, kind), report, prints)
