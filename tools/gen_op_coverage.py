@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's torchneuron, also for the worker processes started below
 
 from torchneuron.testing.coverage_doc import render_doc, summary  # noqa: E402
-from torchneuron.testing.opinfo_sweep import (DTYPES, PROBE_PREFIX, RUNTIME_OPS, all_names, make_checker,  # noqa: E402
+from torchneuron.testing.opinfo_sweep import (DTYPES, PROBE_PREFIX, RUNTIME_OPS, all_names, clip, make_checker,  # noqa: E402
                                               op_cause, op_key, op_status, probes)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,7 +117,7 @@ def sweep(names: list[str], dtypes: list[str], max_samples: int, timeout: int, c
             remaining = [n for n in batch if n not in done]
             if remaining and proc.returncode != 0:
                 crashed = remaining[0]
-                why = (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1][:200]
+                why = clip((proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1], 200)
                 results[crashed] = {"op": crashed, "dtypes": {d: {"status": "missing", "events": [
                     ["(crash)", "missing", f"worker died (exit {proc.returncode}): {why}"]]} for d in dtypes}}
                 remaining = remaining[1:]

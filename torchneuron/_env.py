@@ -45,7 +45,7 @@ CONFORMANCE = _var("TORCHNEURON_CONFORMANCE", "", "full: the pytest OpInfo suite
 
 # --- lowering / compiler (issue 5) ---
 EAGER = _var("TORCHNEURON_EAGER", "host", "host: eager ops run as host kernels; lowered: every op through StableHLO + XLA:CPU")
-FALLBACK = _var("TORCHNEURON_FALLBACK", "warn", "warn or error: an executed op with no StableHLO lowering warns once, or raises")
+FALLBACK = _var("TORCHNEURON_FALLBACK", "auto", "auto, warn or error: an executed op with no StableHLO lowering is recorded for fallback_ops() and warned about once where it matters (auto: with TORCHNEURON_EAGER=lowered and on nrt, where it runs on the CPU; warn: in the simulator's host mode too), or raises")
 CACHE_DIR = _var("TORCHNEURON_CACHE_DIR", "", "on-disk compile cache (default: ~/.cache/torchneuron)")
 CC_FLAGS = _var("NEURON_CC_FLAGS", "", "extra neuronx-cc flags, appended")
 OPT_LEVEL = _var("NEURON_COMPILER_OPT_LEVEL", "", "neuronx-cc -O level override (eager default 1, graphs 2)")
@@ -65,6 +65,9 @@ MASTER_ADDR = _var("MASTER_ADDR", "", "set by torchrun: address of rank 0 (the N
 # --- NKI (issue 4) ---
 NKI_TARGET = _var("NEURON_PLATFORM_TARGET_OVERRIDE", "", "NKI target (trn1, trn2 or trn3); falls back to TORCHNEURON_TARGET")
 NKI_ALIASES = _var("TORCHNEURON_NKI_ALIASES", "0", "1: `import nki` / `import neuronxcc.nki` resolve to torchneuron.nki when not installed")
+
+# --- ecosystem (issue 15) ---
+NEURONX_ALIAS = _var("TORCHNEURON_NEURONX_ALIAS", "auto", "auto, 1 or 0: when no torch_neuronx package is installed, `find_spec('torch_neuronx')` (how HF accelerate/transformers detect Neuron) finds torchneuron's alias; auto: only while no CUDA device is available")
 
 
 def get(name: str) -> str:

@@ -11,6 +11,11 @@ def install() -> None:
         from torchneuron.nki import aliases
 
         aliases.install_from_env()
+    # `torch_neuronx` for HF accelerate/transformers' Neuron detection, when AWS's package is absent. Only a
+    # finder appended to sys.meta_path here; whether it answers is decided when a library asks.
+    from torchneuron import _neuronx_alias
+
+    _neuronx_alias.install()
     # Lowering coverage policy: warns once per executed op that has no StableHLO lowering, or refuses it.
     from torchneuron.lowering import coverage
 

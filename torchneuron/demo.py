@@ -66,9 +66,9 @@ def run(steps: int = 300, device: str = "neuron", batch: int = 64, quiet: bool =
     say(f"training ShapeNet ({sum(p.numel() for p in model.parameters())} parameters) on {dev} "
         f"[{torch.neuron.get_device_name(dev.index or 0) if dev.type == 'neuron' else dev.type}]")
     data = torch.utils.data.TensorDataset(train_x, train_y)
+    # pin_memory pins for the current accelerator, which is neuron (pin_memory_device is deprecated).
     loader = torch.utils.data.DataLoader(data, batch_size=batch, shuffle=True, drop_last=True,
-                                         pin_memory=dev.type == "neuron", pin_memory_device=device
-                                         if dev.type == "neuron" else "")
+                                         pin_memory=dev.type == "neuron")
     first_loss = last_loss = math.nan
     step, seen, start = 0, 0, time.perf_counter()
     model.train()

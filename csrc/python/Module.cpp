@@ -180,6 +180,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_executed_ops", [] { return executedOps(); });
   m.def("_reset_executed_ops", &resetExecutedOps);
   m.def("_set_op_policy", &python::setOpPolicy);
+  setFp64CallerIsInternal(&python::calledFromTensorFormatting);
   m.def("_set_eager_executor", &python::setEagerExecutor);
 
   // Compiled graphs and other external executors read device memory directly: earlier work queued on the

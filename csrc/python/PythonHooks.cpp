@@ -117,6 +117,29 @@ void install(py::object fn, py::object*& slot, void (*set)(Callback), Callback c
 }
 } // namespace
 
+bool calledFromTensorFormatting() {
+  if (!Py_IsInitialized()) return false;
+  py::gil_scoped_acquire gil;
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed; null on threads with no Python code running
+  if (frame == nullptr) return false;
+  py::object current = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(frame));
+  // Walk out through torch's own frames only (operator wrappers in torch/_tensor.py); the first frame outside
+  // the torch package is the caller that decides.
+  for (int depth = 0; depth < 8 && current; ++depth) {
+    auto* f = reinterpret_cast<PyFrameObject*>(current.ptr());
+    auto code = py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(PyFrame_GetCode(f)));
+    const auto file = code.attr("co_filename").cast<std::string>();
+    const auto ends_with = [&](const std::string& tail) {
+      return file.size() >= tail.size() && file.compare(file.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (ends_with("/torch/_tensor_str.py")) return true;
+    if (file.find("/torch/") == std::string::npos) return false;
+    PyFrameObject* back = PyFrame_GetBack(f);  // new reference or null
+    current = back ? py::reinterpret_steal<py::object>(reinterpret_cast<PyObject*>(back)) : py::object();
+  }
+  return false;
+}
+
 void setOpPolicy(py::object fn) { install(std::move(fn), g_policy, &torchneuron::setOpPolicy, &callPolicy); }
 
 void setEagerExecutor(py::object fn) {

@@ -65,7 +65,8 @@ class Lowered:
         self._layout = OutputLayout(out_spec, out_slots)
         self._mutation_slots = mutation_slots
         self.name = name
-        self._on_device: dict[torch.device, list[torch.Tensor]] = {}
+        self._on_device: dict[torch.device, list[torch.Tensor]] = {}  # constants per device
+        self._params_by_device: dict[torch.device, list[torch.Tensor]] = {}  # owned parameters per device
         self._compiled: dict[tuple, Compiled] = {}
 
     def __repr__(self) -> str:
@@ -106,6 +107,8 @@ class Lowered:
                                "move them all to one neuron device (or all to cpu)")
         params = self._current_params()
         device = devices.pop() if devices else (params[0].device if params else torch.device("cpu"))
+        if not isinstance(self._params, torch.nn.Module):
+            params = self._params_on(device)  # owned (a loaded artifact): they follow the inputs
         for name, p in zip(self.param_names, params):
             if p.device != device:
                 raise RuntimeError(f"{self.name}: parameter {name!r} is on {p.device} but the inputs are on {device}; "
@@ -123,6 +126,27 @@ class Lowered:
                     "StableHLO for Neuron is static-shape: call torchneuron.lower again with an example of this "
                     "shape (one Lowered per shape; pad or bucket to limit how many).")
         return flat, device
+
+    def _params_on(self, device: torch.device) -> list[torch.Tensor]:
+        """The owned parameters on ``device``, copied there once per device (like the constants)."""
+        cached = self._params_by_device.get(device)
+        if cached is None:
+            assert not isinstance(self._params, torch.nn.Module)
+            cached = self._params_by_device[device] = [p.detach().to(device) for p in self._params]
+        return cached
+
+    def to(self, device: str | torch.device) -> Lowered:
+        """Places the parameters on ``device`` (as ``Module.to``) and returns ``self``. An artifact from
+        ``load_lowered`` owns its parameters and also moves them by itself to the device of the inputs it
+        is called with; a ``Lowered`` of a live module reads them from the module, which this moves."""
+        device = torch.device(device)
+        if device.type == "neuron" and device.index is None:
+            device = torch.device("neuron", torch.neuron.current_device())
+        if isinstance(self._params, torch.nn.Module):
+            self._params.to(device)
+        else:
+            self._params = self._params_on(device)
+        return self
 
     def _current_params(self) -> list[torch.Tensor]:
         if isinstance(self._params, torch.nn.Module):
@@ -179,7 +203,7 @@ class Compiled:
 
 def load_lowered(directory: str | Path) -> Lowered:
     """Load an artifact written by ``Lowered.save``. Parameters are loaded on the CPU; calling with neuron
-    inputs moves them to that device once."""
+    inputs moves them to that device once (or place them with ``.to(device)``)."""
     d = Path(directory)
     try:
         meta = json.loads((d / "lowered.json").read_text())

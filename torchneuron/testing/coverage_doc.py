@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .opinfo_sweep import DTYPES
+from .opinfo_sweep import DTYPES, clip
 
 
 def summary(opinfo: dict, dtype: str) -> dict[str, int]:
@@ -97,4 +97,4 @@ def _category(cause: str) -> str:
 
 
 def _md(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")[:240]
+    return clip(s.replace("|", "\\|").replace("\n", " "), 240)

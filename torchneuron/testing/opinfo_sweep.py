@@ -24,6 +24,18 @@ RUNTIME_OPS = [
 ]
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, cut at a word boundary and marked with an ellipsis: causes are
+    shown to users (FallbackWarning, docs/op_coverage.md), which must never read a word cut in half."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    space = cut.rfind(" ")
+    if space > limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:([{") + "…"
+
+
 TOL = {"float32": (1.3e-6 * 100, 1e-5 * 10), "bfloat16": (1.6e-2 * 2, 1e-2 * 2)}
 
 
@@ -114,7 +126,7 @@ def make_checker(timeout: int):
                     torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=True, check_device=False)
                 except AssertionError as err:
                     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-                    return "; ".join(lines[:3])[:200]
+                    return clip("; ".join(lines[:3]), 200)
             elif isinstance(e, (bool, int, float)) and not isinstance(a, torch.Tensor):
                 if type(a) is not type(e) or (a != e and not (a != a and e != e)):  # NaN equals NaN here
                     return f"value {a!r} vs {e!r}"
@@ -169,14 +181,14 @@ def make_checker(timeout: int):
                             status = "random"
                         else:
                             status = "missing"
-                        events.append((name, status, prog.why[:300]))
+                        events.append((name, status, clip(prog.why, 300)))
                         continue
                     actual = prog(info, values, dyn)
                 except Timeout:
                     raise
                 except Exception as e:
                     msg = str(e).splitlines()[0] if str(e) else ""
-                    events.append((name, "missing", f"{type(e).__name__}: {msg}"[:300]))
+                    events.append((name, "missing", clip(f"{type(e).__name__}: {msg}", 300)))
                     continue
                 cause = compare(actual, expected, self.dtype_name)
                 if cause is None and mutable:
@@ -227,7 +239,7 @@ def make_checker(timeout: int):
             events.append(("(timeout)", "missing", f"no result within {timeout}s"))
             status = "lowered"
         except Exception as e:
-            events.append(("(sample)", "missing", f"{type(e).__name__}: {str(e)[:200]}"))
+            events.append(("(sample)", "missing", clip(f"{type(e).__name__}: {e}", 200)))
             status = "lowered"
         finally:
             signal.alarm(0)
@@ -271,7 +283,7 @@ def make_checker(timeout: int):
         except Timeout:
             pass
         except Exception as e:
-            events.append(("(backward)", "missing", f"{type(e).__name__}: {str(e)[:200]}"))
+            events.append(("(backward)", "missing", clip(f"{type(e).__name__}: {e}", 200)))
         finally:
             signal.alarm(0)
         return events

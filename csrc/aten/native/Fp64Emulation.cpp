@@ -27,7 +27,8 @@ std::atomic<bool> g_emulate{true};  // the documented default, until Python conf
 std::mutex g_exempt_mutex;
 // Replaced, never mutated: readers take a reference to the current set under the lock, then read it freely.
 std::shared_ptr<const std::unordered_set<std::string>> g_exempt = std::make_shared<const std::unordered_set<std::string>>();
-std::once_flag g_warned;
+std::atomic<bool> g_warned{false};
+std::atomic<Fp64CallerIsInternalFn> g_internal_caller{nullptr};
 thread_local bool t_emulating = false;
 
 std::shared_ptr<const std::unordered_set<std::string>> exemptOps() {
@@ -192,6 +193,8 @@ void configureFp64(Fp64Mode mode, std::vector<std::string> exempt_ops) {
 
 Fp64Mode fp64Mode() { return g_emulate.load(std::memory_order_relaxed) ? Fp64Mode::Emulate : Fp64Mode::Native; }
 
+void setFp64CallerIsInternal(Fp64CallerIsInternalFn fn) { g_internal_caller.store(fn, std::memory_order_release); }
+
 bool emulateFp64(const c10::OperatorHandle& op, torch::jit::Stack* stack,
                  const std::function<void(torch::jit::Stack*)>& run) {
   if (t_emulating) return false;
@@ -211,12 +214,16 @@ bool emulateFp64(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   const MetaOutcome outcome = inferResultDtypes(op, args, &expected);
   if (outcome == MetaOutcome::Rejected) return false;  // let the op raise its own error, unconverted
 
-  std::call_once(g_warned, [&] {
-    TORCH_WARN("neuron: ", name.name, (name.overload_name.empty() ? "" : "."), name.overload_name,
-               " computes on float64 tensors: NeuronCores have no float64 arithmetic, so float64 ops run in "
-               "float32 and their results are stored as float64 (float32 precision). Set TORCHNEURON_FP64=native "
-               "to compute in float64 on the simulator (a Trn host cannot), or use float32. Warned once.");
-  });
+  // Not for PyTorch's own conversions (print() formats through float64): the user has no float64 there.
+  if (!g_warned.load(std::memory_order_relaxed)) {
+    auto internal = g_internal_caller.load(std::memory_order_acquire);
+    if ((internal == nullptr || !internal()) && !g_warned.exchange(true)) {
+      TORCH_WARN("neuron: ", name.name, (name.overload_name.empty() ? "" : "."), name.overload_name,
+                 " computes on float64 tensors: NeuronCores have no float64 arithmetic, so float64 ops run in "
+                 "float32 and their results are stored as float64 (float32 precision). Set TORCHNEURON_FP64=native "
+                 "to compute in float64 on the simulator (a Trn host cannot), or use float32. Warned once.");
+    }
+  }
 
   t_emulating = true;
   struct Reset {

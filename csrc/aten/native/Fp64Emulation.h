@@ -31,4 +31,10 @@ Fp64Mode fp64Mode();
 bool emulateFp64(const c10::OperatorHandle& op, torch::jit::Stack* stack,
                  const std::function<void(torch::jit::Stack*)>& run);
 
+// Whether the op being emulated was called by PyTorch's own code rather than the user's (torch._tensor_str
+// converts to float64 to format a tensor): the once-per-process float64 notice is then not spent on it. The
+// Python bindings install the check (it reads the Python call stack); without one every call counts.
+using Fp64CallerIsInternalFn = bool (*)();
+void setFp64CallerIsInternal(Fp64CallerIsInternalFn fn);
+
 } // namespace torchneuron

@@ -11,6 +11,7 @@
 
 #include "aten/native/Fp64Emulation.h"
 #include "aten/native/HostCall.h"
+#include "aten/native/HostResults.h"
 #include "aten/native/OpRegistry.h"
 #include "device/Generator.h"
 
@@ -54,6 +55,23 @@ std::string describeInputs(const c10::FunctionSchema& schema, c10::ArrayRef<c10:
   TORCH_CHECK(false, *entry.refusal, " (inputs: ", describeInputs(schema, args), ")");
 }
 
+// PyTorch has kernels for this op only on backends other than dense CPU tensors (in a CPU build of PyTorch
+// the ones it has are listed; CUDA-only ops, e.g. cudnn_*, _fused_dropout, list none), so the host path has
+// nothing to run. Without this the user would read the dispatcher's "Could not run ... 'CPU' backend".
+[[noreturn]] void refuseWithoutHostKernel(const c10::OperatorHandle& op, c10::ArrayRef<c10::IValue> args) {
+  std::ostringstream others;
+  for (auto key : {c10::DispatchKey::SparseCPU, c10::DispatchKey::SparseCsrCPU, c10::DispatchKey::QuantizedCPU,
+                   c10::DispatchKey::NestedTensorCPU, c10::DispatchKey::MkldnnCPU}) {
+    if (op.hasKernelForDispatchKey(key)) others << (others.tellp() > 0 ? ", " : "") << key;
+  }
+  const std::string where = others.tellp() > 0 ? "only for " + others.str() + " tensors"
+                                               : "only for GPU backends (CUDA, ROCm, XPU, MPS)";
+  TORCH_CHECK_NOT_IMPLEMENTED(false, op.schema().operator_name(), " is not supported on the neuron device: ",
+                              "PyTorch implements it ", where, ", with no kernel for dense CPU tensors, which is ",
+                              "what neuron's eager path runs. Inputs: ", describeInputs(op.schema(), args),
+                              ". Use an equivalent portable op, or report the op to torchneuron.");
+}
+
 void checkPolicy(OpEntry& entry) {
   if (auto policy = opPolicy()) {
     auto refusal = policy(entry.name);
@@ -72,7 +90,8 @@ void runOnHost(const c10::OperatorHandle& op, OpEntry& entry, torch::jit::Stack*
     const c10::IValue& v = (*stack)[base + i];
     const std::string& arg = schema.arguments()[i].name();
     if (v.isTensor()) {
-      check.see(v.toTensor(), arg, false);
+      // PyTorch names host-side tensor arguments cpu_* (_nested_from_padded's cpu_nested_shape_example).
+      check.see(v.toTensor(), arg, arg.rfind("cpu_", 0) == 0);
     } else if (v.isTensorList()) {
       for (const c10::IValue& e : v.toListRef()) check.see(e.toTensor(), arg, false);
     } else if (v.isList()) {
@@ -128,17 +147,7 @@ void runOnHost(const c10::OperatorHandle& op, OpEntry& entry, torch::jit::Stack*
 
   call.run([&] { op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &host); });
 
-  for (c10::IValue& v : host) {
-    if (v.isTensor()) {
-      v = call.toDevice(std::move(v).toTensor());
-    } else if (v.isTensorList()) {
-      c10::List<at::Tensor> out;
-      for (const at::Tensor& t : v.toTensorList()) out.push_back(call.toDevice(t));
-      v = std::move(out);
-    }
-  }
-  torch::jit::drop(*stack, nargs);
-  for (c10::IValue& v : host) stack->push_back(std::move(v));
+  returnResults(host, stack, nargs, [&](at::Tensor t) { return call.toDevice(std::move(t)); });
 }
 
 // The op's executor: the lowered-eager one when installed (TORCHNEURON_EAGER=lowered), else the host kernel.
@@ -155,7 +164,15 @@ void execute(const c10::OperatorHandle& op, OpEntry& entry, torch::jit::Stack* s
     t_in_executor = false;
     if (handled) return;
   }
-  runOnHost(op, entry, stack);
+  try {
+    runOnHost(op, entry, stack);
+  } catch (const c10::NotImplementedError&) {
+    // Checked only on failure: the hot path pays nothing for it.
+    if (!op.hasComputedKernelForDispatchKey(c10::DispatchKey::CPU)) {
+      refuseWithoutHostKernel(op, torch::jit::last(*stack, op.schema().arguments().size()));
+    }
+    throw;
+  }
 }
 } // namespace
 
