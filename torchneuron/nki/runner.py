@@ -2,7 +2,9 @@
 and converted back, and the cost report for the launch.
 
 Inputs are wrapped zero-copy where NumPy allows, so a kernel that writes an input mutates the caller's array
-(as AWS's simulator does). Torch CPU tensors are accepted when torch is installed and come back as torch.
+(as AWS's simulator does). Torch tensors go through one hook, `torch_io` (imported only when a launch has
+them): neuron tensors are simulated on their device buffers, fake/meta tensors make a shape-only launch, CPU
+tensors work as arrays; outputs come back as tensors of the same kind.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import cost, dtypes, lnc
+from . import cost, dtypes, lnc, torch_io
 from .core import context
 from .core.buffers import HBM, SHARED_HBM, Storage
 from .core.tensor import NkiTensor
@@ -37,38 +39,8 @@ class GridDim:
 @dataclass
 class Launch:
     results: Any
-    report: cost.CostReport
+    report: cost.CostReport | None
     prints: list[tuple[str, Any]] = field(default_factory=list)
-
-
-def _is_torch(x: Any) -> bool:
-    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
-
-
-def _torch_to_numpy(t: Any) -> np.ndarray:
-    import torch
-
-    t = t.detach()
-    if t.device.type != "cpu":
-        raise fail(ERR_MEMORY, f"the simulator takes CPU tensors, got one on {t.device}.",
-                   "pass tensor.cpu(), or call the kernel through a registered NKI op.")
-    if t.dtype == torch.bfloat16:
-        return t.contiguous().view(torch.int16).numpy().view(dtypes.bfloat16)
-    if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
-        target = dtypes.float8_e4m3fn if t.dtype == torch.float8_e4m3fn else dtypes.float8_e5m2
-        return t.contiguous().view(torch.uint8).numpy().view(target)
-    return t.contiguous().numpy()
-
-
-def _numpy_to_torch(a: np.ndarray) -> Any:
-    import torch
-
-    if a.dtype == dtypes.bfloat16:
-        return torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
-    if a.dtype in (dtypes.float8_e4m3fn, dtypes.float8_e5m2):
-        t = torch.from_numpy(np.ascontiguousarray(a).view(np.uint8))
-        return t.view(torch.float8_e4m3fn if a.dtype == dtypes.float8_e4m3fn else torch.float8_e5m2)
-    return torch.from_numpy(np.ascontiguousarray(a))
 
 
 @dataclass
@@ -79,10 +51,9 @@ class _Input:
     copied: bool
 
 
-def _wrap_input(value: Any, buffer: Any, name: str) -> _Input | None:
-    if _is_torch(value):
-        arr = _torch_to_numpy(value)
-        copied = True
+def _wrap_input(value: Any, buffer: Any, name: str, io: Any) -> _Input | None:
+    if io is not None and torch_io.is_torch(value):
+        arr, copied = io.to_numpy(value, name), False
     elif isinstance(value, np.ndarray):
         arr, copied = value, False
     else:
@@ -96,6 +67,7 @@ def _wrap_input(value: Any, buffer: Any, name: str) -> _Input | None:
     else:
         flat, copied = np.ascontiguousarray(arr).reshape(-1).copy(), True
     st = Storage(arr.shape, dt, buffer, name, 0, data=flat)
+    st.dataless = io is not None and io.shape_only
     return _Input(value, arr, NkiTensor.whole(st), copied)
 
 
@@ -143,16 +115,15 @@ def _outputs(result: Any) -> list[NkiTensor]:
     return []
 
 
-def _convert(result: Any, to_torch: bool) -> Any:
+def _convert(result: Any, io: Any) -> Any:
     if isinstance(result, NkiTensor):
-        arr = np.array(result.read())
-        return _numpy_to_torch(arr) if to_torch else arr
+        return io.output(result) if io is not None else np.array(result.read())
     if isinstance(result, tuple):
-        return tuple(_convert(r, to_torch) for r in result)
+        return tuple(_convert(r, io) for r in result)
     if isinstance(result, list):
-        return [_convert(r, to_torch) for r in result]
+        return [_convert(r, io) for r in result]
     if isinstance(result, dict):
-        return {k: _convert(v, to_torch) for k, v in result.items()}
+        return {k: _convert(v, io) for k, v in result.items()}
     return result
 
 
@@ -189,7 +160,7 @@ def grid_programs(grid: tuple[GridDim, ...]) -> list[tuple[tuple[int, ...], int]
 
 
 def _bind_inputs(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                 buffer: Any) -> tuple[inspect.BoundArguments, list[_Input]]:
+                 buffer: Any, io: Any = None) -> tuple[inspect.BoundArguments, list[_Input]]:
     """Host arrays/tensors become HBM tensors; everything else (scalars, shapes, flags) passes through."""
     bound = inspect.signature(func).bind(*args, **kwargs)
     inputs: list[_Input] = []
@@ -197,7 +168,7 @@ def _bind_inputs(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
     def wrap(value: Any, name: str) -> Any:
         if isinstance(value, (list, tuple)):  # e.g. a list of weight arrays
             return type(value)(wrap(v, f"{name}_{i}") for i, v in enumerate(value))
-        wrapped = _wrap_input(value, buffer, name)
+        wrapped = _wrap_input(value, buffer, name, io)
         if wrapped is None:
             return value
         inputs.append(wrapped)
@@ -210,15 +181,14 @@ def _bind_inputs(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
 
 
 def _write_back(inputs: list[_Input]) -> None:
-    """Inputs the simulator had to copy (torch, non-contiguous) get the kernel's writes back."""
+    """Inputs the simulator had to copy (non-contiguous, read-only) get the kernel's writes back; torch inputs
+    are views of the tensor's own memory, so the writes land in the tensor."""
     for item in inputs:
         if not item.copied:
             continue
         new = item.tensor.storage.data.reshape(item.array.shape)
-        if _is_torch(item.original):
-            item.original.copy_(_numpy_to_torch(new))
-        elif item.original.flags.writeable:
-            item.original[...] = new
+        if item.array.flags.writeable:
+            item.array[...] = new
 
 
 def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], grid: tuple[GridDim, ...] = (),
@@ -226,9 +196,16 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     if context.active() is not None:
         raise fail(ERR_NESTED_SPMD, "a kernel was launched from inside another kernel.",
                    "call the inner function without @nki.jit (as a plain sub-kernel) and without a grid.")
+    io = torch_io.open_launch(func.__name__, args, kwargs)
+    if io is not None and io.mode == torch_io.HARDWARE:
+        from . import trn_host
+
+        return Launch(trn_host.launch(func, args, kwargs, grid, api), None)  # hardware: no cost estimate
     target = target or current_target()
     cores = math.prod(d.cores for d in grid) if grid else 1
-    bound, inputs = _bind_inputs(func, args, kwargs, SHARED_HBM if cores > 1 else HBM)
+    bound, inputs = _bind_inputs(func, args, kwargs, SHARED_HBM if cores > 1 else HBM, io)
+    hbm_data = io.hbm_data if io is not None else None
+    shape_only = io is not None and io.shape_only
     models = [cost.CostModel(target) for _ in range(cores)]
     shared: list[Storage] = []
     programs = grid_programs(grid) if grid else [((), 0)]
@@ -238,7 +215,7 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     def program(i: int) -> tuple[context.KernelRun, Any]:
         ids, core = programs[i]
         run = context.KernelRun(target, models[core], sizes, ids, api, shared=shared, exchange=exchange,
-                                kernel_code=func.__code__)
+                                kernel_code=func.__code__, hbm_data=hbm_data, shape_only=shape_only)
         with context.running(run):
             return run, func(*bound.args, **bound.kwargs)
 
@@ -247,9 +224,10 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     else:
         finished = [program(i) for i in range(len(programs))]
     results = finished[0][1]  # every program returns the same shared_hbm outputs
-    _check_outputs(func, _outputs(results))
-    _write_back(inputs)
+    if not shape_only:
+        _check_outputs(func, _outputs(results))
+        _write_back(inputs)
     report = cost.report(models, target, max(r.memory.peak["sbuf"] for r, _ in finished),
                          max(r.memory.peak["psum"] for r, _ in finished))
     prints = [p for r, _ in finished for p in r.prints]
-    return Launch(_convert(results, any(_is_torch(i.original) for i in inputs)), report, prints)
+    return Launch(_convert(results, io), report, prints)

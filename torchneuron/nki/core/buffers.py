@@ -66,6 +66,16 @@ class Storage:
         self.name = name or f"{buffer.name}_{self.uid}"
         self.partition_axis = partition_axis
         size = math.prod(self.shape)
+        run = _active_run()
+        # shape-only launches (torch fake tensors): zero pages that are never read or written (core.tensor)
+        self.dataless = run is not None and run.shape_only
+        if data is None:
+            if self.dataless:
+                data = np.zeros(size, dtype=dtypes.storage_dtype(dtype))
+            elif buffer == SHARED_HBM and run is not None and run.hbm_data is not None:
+                data = run.hbm_data(self.shape, dtype)  # kernel outputs in the caller's device memory
+                if data is not None:
+                    data[...] = dtypes.sentinel(dtype)
         if data is None:
             data = np.full(size, dtypes.sentinel(dtype), dtype=dtypes.storage_dtype(dtype))
         self.data = data
@@ -93,6 +103,12 @@ class Storage:
 
     def partition_of(self, flat_offsets: np.ndarray | int) -> np.ndarray | int:
         return (flat_offsets // self.partition_stride) % max(self.partitions, 1)
+
+
+def _active_run() -> KernelRun | None:
+    from .context import active
+
+    return active()
 
 
 def charge(run: KernelRun, storage: Storage) -> None:

@@ -64,6 +64,10 @@ class KernelRun:
     reduce_regs: Any = None   # the Scalar engine's per-partition reduce registers (ops.elementwise)
     exchange: Any = None      # lnc.CoreExchange when the cores of an LNC launch run concurrently
     kernel_code: Any = None   # the launched function's code: shared_hbm tensors are allocated there only
+    # The torch path (nki.torch_io): where shared_hbm allocations live (a device tensor's memory, so outputs
+    # need no copy), and shape-only launches (fake tensors: storages hold no data, nothing is computed into them).
+    hbm_data: Any = None      # (shape, dtype) -> flat writable array, or None for the simulator's own memory
+    shape_only: bool = False
 
     def __post_init__(self) -> None:
         self.memory = OnChipMemory(self.target)

@@ -142,6 +142,8 @@ class NkiTensor:
 
     def read(self, mask: np.ndarray | None = None) -> np.ndarray:
         """The values in storage dtype (masked-off gather elements read element 0 instead of faulting)."""
+        if self.storage.dataless:  # shape-only launch: the shape is all there is
+            return np.zeros(self.shape, dtypes.storage_dtype(self.dtype))
         if self.storage.pending is not None:
             flush(self.storage)
         data = self.storage.data
@@ -153,8 +155,10 @@ class NkiTensor:
         """Store already-cast `values` (broadcast to this view) where `mask` holds. Bookkeeping: outputs
         remember what was written; a PSUM element that holds a value is no longer fresh, so the next
         `accumulate=None` matmul adds to it until another engine reads it."""
-        values = np.broadcast_to(values, self.shape)
         st = self.storage
+        if st.dataless:
+            return
+        values = np.broadcast_to(values, self.shape)
         if st.pending is not None:
             flush(st)
         if self.index is None:

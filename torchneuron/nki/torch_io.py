@@ -1,0 +1,239 @@
+"""Torch tensors in and out of a simulator launch (the runner calls this only when a launch has torch tensors).
+
+Which tensors a launch has decides how it runs:
+
+* ``neuron`` tensors (sim runtime): the simulator works **on the device buffers**. Each input is a NumPy view
+  of the tensor's device memory (``torchneuron._C._host_view``; the current stream is drained first, so
+  earlier queued work has landed), kernel outputs are allocated as neuron tensors by the device's caching
+  allocator and the simulator writes into their views. Nothing is copied to the CPU and back; a kernel that
+  writes an input writes device memory, as on hardware. CPU tensors mixed in are refused, naming the device.
+* ``neuron`` tensors on a Trn host (nrt runtime): the launch goes to the real ``nki`` package
+  (``torchneuron.custom_ops.hardware``), not to the simulator.
+* fake or meta tensors (Dynamo, AOTAutograd, ``torch.export``, opcheck): **shape-only** launch. The kernel's
+  Python runs (it computes the output shapes) over storages without data: no value is read or written, and
+  the outputs are fake/meta tensors of the shapes and dtypes the kernel allocated.
+* CPU tensors only: the standalone simulator (``nki.simulate`` on torch CPU tensors), zero-copy too; refused
+  inside ``torchneuron.nki_op`` / ``wrap_nki`` (``device_only``), whose kernels run on the neuron device.
+
+bf16 and fp8 map through ml_dtypes views of the same bytes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from .errors import ERR_DTYPE, ERR_INVALID_ARG, ERR_MEMORY, fail
+
+CPU, DEVICE, SHAPE, HARDWARE = "cpu", "device", "shape", "hardware"
+
+_local = threading.local()
+
+
+def is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "detach") and hasattr(x, "device")
+
+
+@contextmanager
+def device_only(what: str) -> Iterator[None]:
+    """Kernels launched inside refuse CPU tensors (the torch path: ``nki_op`` bodies, ``wrap_nki`` calls)."""
+    previous = getattr(_local, "device_only", None)
+    _local.device_only = what
+    try:
+        yield
+    finally:
+        _local.device_only = previous
+
+
+def _torch_dtypes() -> dict[Any, np.dtype]:
+    import torch
+
+    table = {torch.float32: dtypes.float32, torch.float16: dtypes.float16, torch.bfloat16: dtypes.bfloat16,
+             torch.float8_e4m3fn: dtypes.float8_e4m3fn, torch.float8_e5m2: dtypes.float8_e5m2,
+             torch.int8: dtypes.int8, torch.int16: dtypes.int16, torch.int32: dtypes.int32,
+             torch.uint8: dtypes.uint8, torch.bool: dtypes.bool_}
+    for name in ("uint16", "uint32"):
+        if hasattr(torch, name):
+            table[getattr(torch, name)] = getattr(dtypes, name)
+    if hasattr(torch, "float8_e8m0fnu"):
+        table[torch.float8_e8m0fnu] = dtypes.float8_e8m0fnu
+    return table
+
+
+_TO_NKI: dict[Any, np.dtype] = {}
+_TO_TORCH: dict[np.dtype, Any] = {}
+
+
+def nki_dtype(torch_dtype: Any, what: str = "tensor") -> np.dtype:
+    if not _TO_NKI:
+        _TO_NKI.update(_torch_dtypes())
+        _TO_TORCH.update({v: k for k, v in _TO_NKI.items()})
+    dt = _TO_NKI.get(torch_dtype)
+    if dt is None:
+        raise fail(ERR_DTYPE, f"{what} has dtype {torch_dtype}, which NeuronCores do not have (no 64-bit types, "
+                   "no complex).", "cast it first, e.g. .float() or .to(torch.int32).")
+    return dt
+
+
+def torch_dtype(dt: np.dtype) -> Any:
+    if not _TO_TORCH:
+        _TO_NKI.update(_torch_dtypes())
+        _TO_TORCH.update({v: k for k, v in _TO_NKI.items()})
+    dt = dtypes.storage_dtype(dt)
+    out = _TO_TORCH.get(dt)
+    if out is None:
+        raise fail(ERR_DTYPE, f"kernel output dtype {dtypes.name(dt)} has no torch equivalent.",
+                   "return float32, bfloat16, float16, fp8 (e4m3fn/e5m2) or integer outputs.")
+    return out
+
+
+def _numpy_view(t: Any) -> np.ndarray:
+    """A NumPy array over the same bytes as CPU tensor ``t`` (strides kept); ml_dtypes for bf16/fp8."""
+    import torch
+
+    dt = nki_dtype(t.dtype)
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(dt)
+    if dt.type.__module__.startswith("ml_dtypes"):
+        return t.view(torch.uint8).numpy().view(dt)
+    return t.numpy()
+
+
+def _flat_tensor(t: Any) -> np.ndarray:
+    """The NumPy view of a contiguous 1-D tensor (kernel outputs)."""
+    return _numpy_view(t)
+
+
+class TorchIO:
+    """The torch side of one launch: how inputs become arrays and outputs become tensors."""
+
+    def __init__(self, mode: str, device: Any, kernel: str):
+        self.mode = mode
+        self.device = device
+        self.kernel = kernel
+        self._owners: dict[int, Any] = {}  # id(flat array) -> the tensor whose memory it is
+
+    @property
+    def shape_only(self) -> bool:
+        return self.mode == SHAPE
+
+    # ---- inputs ----
+    def to_numpy(self, t: Any, name: str) -> np.ndarray:
+        """The array the simulator binds for input ``t``: a view of its memory (CPU / device) or, shape-only,
+        zero pages of its shape (never written: the storage is marked data-less by the runner)."""
+        dt = nki_dtype(t.dtype, f"kernel {self.kernel} argument {name!r}")
+        if self.mode == SHAPE:
+            return np.zeros(tuple(int(s) for s in t.shape), dtypes.storage_dtype(dt))
+        t = t.detach()
+        if self.mode == DEVICE:
+            from ..lowering import device as dev
+
+            host = dev.host_view(t)
+        else:
+            host = t.resolve_conj().resolve_neg()
+        arr = _numpy_view(host)
+        self._owners[id(arr)] = t
+        return arr
+
+    # ---- outputs ----
+    def hbm_data(self, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray | None:
+        """Flat memory for a kernel output: a fresh tensor on the launch's device (neuron: the caching
+        allocator), so the simulator writes the result where the caller gets it. None: the simulator's own."""
+        if self.mode not in (DEVICE, CPU):
+            return None
+        import torch
+
+        size = 1
+        for s in shape:
+            size *= int(s)
+        t = torch.empty(size, dtype=torch_dtype(dt), device=self.device)
+        if self.mode == DEVICE:
+            from ..lowering import device as dev
+
+            flat = _flat_tensor(dev.host_view(t))
+        else:
+            flat = _flat_tensor(t)
+        self._owners[id(flat)] = t
+        return flat
+
+    def output(self, result: Any) -> Any:
+        """A kernel's returned NkiTensor as a torch tensor: the tensor that owns its memory when it is a whole
+        output (or input) storage, else a new tensor holding its values."""
+        import torch
+
+        shape = tuple(int(s) for s in result.shape)
+        if self.mode == SHAPE:
+            return torch.empty(shape, dtype=torch_dtype(result.dtype), device=self.device)
+        owner = self._owners.get(id(result.storage.data))
+        whole = (owner is not None and result.index is None and result.offset == 0
+                 and result.size == result.storage.size and result.dtype == result.storage.dtype)
+        if whole and owner.dim() == 1:
+            return owner.view(shape)
+        if whole and tuple(owner.shape) == shape:
+            return owner
+        values = np.ascontiguousarray(result.read())
+        t = torch.empty(shape, dtype=torch_dtype(result.dtype), device=self.device)
+        if self.mode == DEVICE:
+            from ..lowering import device as dev
+
+            _numpy_view(dev.host_view(t))[...] = values
+        else:
+            _numpy_view(t)[...] = values
+        return t
+
+
+def _tensors(values: Any, out: list[tuple[str, Any]], name: str) -> None:
+    if is_torch(values):
+        out.append((name, values))
+    elif isinstance(values, (list, tuple)):
+        for i, v in enumerate(values):
+            _tensors(v, out, f"{name}[{i}]")
+    elif isinstance(values, dict):
+        for k, v in values.items():
+            _tensors(v, out, f"{name}[{k!r}]")
+
+
+def open_launch(kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> TorchIO | None:
+    """The launch's torch side, or None when it has no torch tensors (a NumPy launch)."""
+    found: list[tuple[str, Any]] = []
+    for i, a in enumerate(args):
+        _tensors(a, found, f"#{i}")
+    for k, v in kwargs.items():
+        _tensors(v, found, k)
+    if not found:
+        return None
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    def is_shape_only(t: Any) -> bool:
+        return isinstance(t, FakeTensor) or t.device.type == "meta" or torch._C._functorch.is_functorch_wrapped_tensor(t)
+
+    shape_only = [t for _, t in found if is_shape_only(t)]
+    if shape_only:
+        return TorchIO(SHAPE, shape_only[0].device, kernel)
+    devices = {t.device for _, t in found}
+    neuron = sorted({d for d in devices if d.type == "neuron"}, key=str)
+    strict = getattr(_local, "device_only", None)
+    if len(neuron) > 1:
+        raise fail(ERR_INVALID_ARG, f"kernel {kernel} got tensors on {', '.join(map(str, neuron))}; one launch runs "
+                   "on one NeuronCore.", f"move every argument to one device, e.g. .to('{neuron[0]}').")
+    for name, t in found:
+        if t.device.type not in ("neuron", "cpu"):
+            raise fail(ERR_MEMORY, f"kernel {kernel} argument {name} is on {t.device}; NKI kernels run on the neuron "
+                       "device.", "move it with .to('neuron').")
+        if t.device.type == "cpu" and (neuron or strict):
+            where = f"neuron device {neuron[0]}" if neuron else "the neuron device"
+            inside = f" (called through {strict})" if strict else ""
+            raise fail(ERR_MEMORY, f"kernel {kernel}{inside}: argument {name} {tuple(t.shape)} is a cpu tensor, but NKI "
+                       f"kernels run on {where}.", f"move it there first: {name.lstrip('#')}.to("
+                       f"'{neuron[0] if neuron else 'neuron'}').")
+    if not neuron:
+        return TorchIO(CPU, torch.device("cpu"), kernel)
+    from . import trn_host
+
+    return TorchIO(HARDWARE if trn_host.on_trn_host() else DEVICE, neuron[0], kernel)
