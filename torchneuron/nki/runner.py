@@ -196,7 +196,7 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     if context.active() is not None:
         raise fail(ERR_NESTED_SPMD, "a kernel was launched from inside another kernel.",
                    "call the inner function without @nki.jit (as a plain sub-kernel) and without a grid.")
-    io = torch_io.open_launch(func.__name__, args, kwargs)
+    io = torch_io.open_launch(func, args, kwargs)
     if io is not None and io.mode == torch_io.HARDWARE:
         from . import trn_host
 
@@ -230,4 +230,7 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     report = cost.report(models, target, max(r.memory.peak["sbuf"] for r, _ in finished),
                          max(r.memory.peak["psum"] for r, _ in finished))
     prints = [p for r, _ in finished for p in r.prints]
-    return Launch(_convert(results, io), report, prints)
+    converted = _convert(results, io)
+    if shape_only and (rec := torch_io.recorder()) is not None:  # a Trn custom call is being built from this op
+        rec.produced(rec.record(func, api, grid, args, kwargs), converted)
+    return Launch(converted, report, prints)

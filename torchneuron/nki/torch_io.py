@@ -20,6 +20,8 @@ bf16 and fp8 map through ml_dtypes views of the same bytes.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +39,67 @@ _local = threading.local()
 
 def is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "detach") and hasattr(x, "device")
+
+
+class LaunchRecorder:
+    """Collects the kernel launches of shape-only runs (what a Trn host's custom call must carry): for each,
+    the kernel, its API generation and grid, and every argument as a constant or a tensor named by where it
+    comes from (an op input, a view of one, an earlier launch's output, or memory the op allocated)."""
+
+    def __init__(self, inputs: list[Any]):
+        self.inputs = inputs
+        self.launches: list[dict[str, Any]] = []
+        self._produced: dict[int, str] = {}
+
+    def _source(self, t: Any) -> str:
+        if id(t) in self._produced:
+            return self._produced[id(t)]
+        for i, x in enumerate(self.inputs):
+            if t is x:
+                return f"input:{i}"
+        storage = t.untyped_storage()._cdata
+        for i, x in enumerate(self.inputs):
+            if x.untyped_storage()._cdata == storage:
+                return f"input:{i}:view({list(t.shape)},{list(t.stride())},{t.storage_offset()})"
+        return "allocated"
+
+    def record(self, func: Any, api: str, grid: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+        from .trn_host import kernel_source
+
+        def describe(v: Any) -> Any:
+            if is_torch(v):
+                return {"tensor": {"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch."),
+                                   "from": self._source(v)}}
+            if isinstance(v, (list, tuple)):
+                return [describe(x) for x in v]
+            if v is None or isinstance(v, (bool, int, float, str)):
+                return {"const": v}
+            return {"const": repr(v)}
+
+        self.launches.append({"kernel": kernel_source(func), "api": api, "grid": [int(d.size) for d in grid],
+                              "args": [describe(a) for a in args], "kwargs": {k: describe(v) for k, v in kwargs.items()}})
+        return len(self.launches) - 1
+
+    def produced(self, index: int, results: Any) -> None:
+        outs = results if isinstance(results, (tuple, list)) else [results]
+        for k, t in enumerate(outs):
+            if is_torch(t):
+                self._produced[id(t)] = f"launch:{index}:{k}"
+
+
+@contextmanager
+def recording(inputs: list[Any]) -> Iterator[LaunchRecorder]:
+    """Record the launches of shape-only runs on this thread (see ``LaunchRecorder``)."""
+    previous = getattr(_local, "recorder", None)
+    _local.recorder = rec = LaunchRecorder(inputs)
+    try:
+        yield rec
+    finally:
+        _local.recorder = previous
+
+
+def recorder() -> LaunchRecorder | None:
+    return getattr(_local, "recorder", None)
 
 
 @contextmanager
@@ -198,15 +261,25 @@ def _tensors(values: Any, out: list[tuple[str, Any]], name: str) -> None:
             _tensors(v, out, f"{name}[{k!r}]")
 
 
-def open_launch(kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> TorchIO | None:
+@functools.lru_cache(maxsize=256)
+def _parameter_names(func: Any) -> tuple[str, ...]:
+    try:
+        return tuple(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return ()
+
+
+def open_launch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> TorchIO | None:
     """The launch's torch side, or None when it has no torch tensors (a NumPy launch)."""
     found: list[tuple[str, Any]] = []
+    names = _parameter_names(func)
     for i, a in enumerate(args):
-        _tensors(a, found, f"#{i}")
+        _tensors(a, found, names[i] if i < len(names) else f"#{i}")
     for k, v in kwargs.items():
         _tensors(v, found, k)
     if not found:
         return None
+    kernel = func.__name__
     import torch
     from torch._subclasses.fake_tensor import FakeTensor
 
@@ -230,7 +303,7 @@ def open_launch(kernel: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> T
             where = f"neuron device {neuron[0]}" if neuron else "the neuron device"
             inside = f" (called through {strict})" if strict else ""
             raise fail(ERR_MEMORY, f"kernel {kernel}{inside}: argument {name} {tuple(t.shape)} is a cpu tensor, but NKI "
-                       f"kernels run on {where}.", f"move it there first: {name.lstrip('#')}.to("
+                       f"kernels run on {where}.", f"move it there first: {name}.to("
                        f"'{neuron[0] if neuron else 'neuron'}').")
     if not neuron:
         return TorchIO(CPU, torch.device("cpu"), kernel)
