@@ -15,7 +15,8 @@ KERNELS = ("add", "matmul", "transpose", "softmax", "rmsnorm", "layernorm", "att
 
 def patch(model: Any) -> int:
     """Swap the model's LayerNorm / RMSNorm / Linear / Softmax modules and causal SDPA calls for the NKI ops;
-    returns how many modules were swapped (see `nki_ops.patching`)."""
+    returns how many modules were swapped, the model counting once for its attention calls (see
+    `nki_ops.patching`)."""
     from .patching import patch as _patch
 
     return _patch(model)

@@ -17,6 +17,7 @@ dK = dS^T Q * scale (the tiled backward keeps dQ accumulators for a head in SBUF
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -31,8 +32,10 @@ TILE = PMAX
 NEG = -30000.0  # masked score: exp underflows to exactly 0 after the max is subtracted
 
 
+@functools.lru_cache(maxsize=32)
 def block_causal_mask(seq: int, heads: int) -> np.ndarray:
-    """[heads*seq, heads*seq] additive mask: 0 where key <= query within the same head, NEG elsewhere."""
+    """[heads*seq, heads*seq] additive mask: 0 where key <= query within the same head, NEG elsewhere
+    (a compile-time constant of the kernel; cached, and copied by nl.shared_constant)."""
     idx = np.arange(heads * seq)
     p, j = idx[:, None], idx[None, :]
     return np.where((j <= p) & (j // seq == p // seq), 0.0, NEG).astype(np.float32)

@@ -45,8 +45,10 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.T
 
 
 def reference_rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    xf = x.float()
-    return (xf * torch.rsqrt(xf.square().mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
+    """In float32 (float64 stays float64), rounded to x's dtype."""
+    compute = torch.promote_types(x.dtype, torch.float32)
+    xf = x.to(compute)
+    return (xf * torch.rsqrt(xf.square().mean(-1, keepdim=True) + eps) * weight.to(compute)).to(x.dtype)
 
 
 @nki_op("nki_ops::layernorm_fwd", mutates_args=())

@@ -41,4 +41,4 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
 
 def reference_softmax(x: torch.Tensor) -> torch.Tensor:
-    return torch.softmax(x.float(), -1).to(x.dtype)
+    return torch.softmax(x.to(torch.promote_types(x.dtype, torch.float32)), -1).to(x.dtype)
