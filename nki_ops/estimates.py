@@ -142,7 +142,9 @@ def fingerprint() -> str:
     import torchneuron.nki as nki_pkg
 
     root = Path(nki_ops.__file__).parent
-    files = sorted(root.glob("*.py")) + [Path(nki_pkg.__file__).parent / n for n in ("cost.py", "hardware.py")]
+    sim = Path(nki_pkg.__file__).parent
+    # the kernels, and where the simulator charges instruction costs (the cost model, hardware table, ops)
+    files = sorted(root.glob("*.py")) + [sim / "cost.py", sim / "hardware.py"] + sorted((sim / "ops").glob("*.py"))
     digest = hashlib.sha256()
     for f in files:
         digest.update(f.name.encode() + b"\0" + f.read_bytes())
