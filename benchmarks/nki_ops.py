@@ -69,7 +69,8 @@ def measure_kernels() -> dict:
     sync = torch.neuron.synchronize
     for name, (nki_fn, torch_fn, args) in kernel_cases().items():
         dev = [a.to("neuron") for a in args]
-        cpu_s, sim_s, ratio = paired_seconds(lambda: torch_fn(*args), lambda: nki_fn(*dev), sync, inner=2, repeats=5)
+        cpu_s, sim_s, ratio = paired_seconds(lambda f=torch_fn, a=args: f(*a), lambda f=nki_fn, a=dev: f(*a), sync,
+                                             inner=2, repeats=5)
         out[name] = {"sim_ms": sim_s * 1e3, "cpu_ms": cpu_s * 1e3, "sim_over_cpu": ratio}
     return out
 

@@ -98,7 +98,8 @@ def test_compiled_graph_on_trn_compiles_the_op_as_a_custom_call(fake_cc, monkeyp
     argvs = fake_cc()
     assert argvs and all(argv[argv.index("--target") + 1] == "trn2" for argv in argvs)  # pieces + custom call
     (path,) = glob.glob(str(tmp_path / "dbg" / "**" / "nki0.stablehlo.mlir"), recursive=True)
-    name, target, n_in, results, cfg = _parse(open(path).read())
+    with open(path) as f:
+        _, target, n_in, results, cfg = _parse(f.read())
     assert target == '"AwsNeuronCustomNativeKernel"' and n_in == 2 and results == ["tensor<4x130x8xf32>"]
     doc = trn_host.decode_backend_config(cfg)
     (launch,) = doc["launches"]

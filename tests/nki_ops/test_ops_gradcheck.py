@@ -18,7 +18,7 @@ import torchneuron
 from nki_ops.ops import attention_ops, linear_ops, norm_ops, rotary_ops, softmax_ops
 from tests.custom_ops import kernels
 
-GRADCHECK = dict(eps=1e-2, atol=1e-2, rtol=1e-2)
+GRADCHECK = {"eps": 1e-2, "atol": 1e-2, "rtol": 1e-2}
 
 
 def _t(*shape, seed=0, device="neuron"):

@@ -51,7 +51,7 @@ def _assert_match(a, b, rtol, atol):
     torch.testing.assert_close(la.float(), lb.float(), rtol=rtol, atol=atol)
     assert ga.keys() == gb.keys()
     for name in ga:
-        torch.testing.assert_close(ga[name], gb[name], rtol=rtol, atol=atol, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(ga[name], gb[name], rtol=rtol, atol=atol, msg=lambda m, n=name: f"{n}: {m}")
 
 
 def test_patch_swaps_the_layers_and_unpatch_restores_them_exactly():
@@ -72,7 +72,9 @@ def test_the_patched_model_calls_the_nki_ops():
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Ops(TorchDispatchMode):
-        seen: set = set()
+        def __init__(self):
+            super().__init__()
+            self.seen: set[str] = set()
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             self.seen.add(func._schema.name)
@@ -190,7 +192,7 @@ def test_hugging_face_llama_tiny():
     out.loss.backward()
     ref.loss.backward()
     for (name, p), q in zip(patched.named_parameters(), model.parameters()):
-        torch.testing.assert_close(p.grad.cpu(), q.grad.cpu(), rtol=1e-3, atol=1e-5, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(p.grad.cpu(), q.grad.cpu(), rtol=1e-3, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
 
 
 def test_functional_sdpa_through_the_patched_model():

@@ -28,7 +28,19 @@ the function itself run on fake tensors (kernels launch shape-only), ``register_
 
 from __future__ import annotations
 
-from .op import nki_op
-from .wrap import wrap_nki
+from typing import Any
 
 __all__ = ["nki_op", "wrap_nki"]
+
+
+def __getattr__(name: str) -> Any:
+    # lazily: torch.compile asks the registry about every graph and must not load the simulator to do so
+    if name == "nki_op":
+        from .op import nki_op
+
+        return nki_op
+    if name == "wrap_nki":
+        from .wrap import wrap_nki
+
+        return wrap_nki
+    raise AttributeError(f"module 'torchneuron.custom_ops' has no attribute {name!r}")

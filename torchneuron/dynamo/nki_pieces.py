@@ -17,7 +17,8 @@ import torch
 import torch.fx as fx
 
 from ..custom_ops import registry
-from ..nki import torch_io, trn_host
+
+# torchneuron.nki (the simulator) loads only for graphs that have NKI ops
 
 
 class NkiOnTrnError(RuntimeError):
@@ -37,7 +38,9 @@ def _meta(v: Any) -> Any:
     return v
 
 
-def _spec(t: torch.Tensor) -> trn_host.Spec:
+def _spec(t: torch.Tensor) -> Any:
+    from ..nki import trn_host
+
     return trn_host.Spec(tuple(int(s) for s in t.shape), str(t.dtype).removeprefix("torch."))
 
 
@@ -51,6 +54,8 @@ def _flat_tensors(v: Any) -> list[Any]:
 
 def custom_call_for(node: fx.Node) -> tuple[str, list[fx.Node]]:
     """The custom-call module of one NKI op node and the graph values its operands are, in order."""
+    from ..nki import torch_io, trn_host
+
     name = registry.op_of(node.target, node.args)
     if isinstance(node.target, torch._ops.HigherOrderOperator):
         raise NkiOnTrnError(f"{name} mutates its inputs; on a Trn host a compiled graph carries functional NKI ops "
