@@ -3,6 +3,7 @@ the device and written there by the simulator, ordered on the current stream; CP
 
 from __future__ import annotations
 
+import gc
 import numpy as np
 import pytest
 import torch
@@ -51,6 +52,7 @@ def test_outputs_are_device_tensors_the_simulator_wrote(monkeypatch):
 
     monkeypatch.setattr(torch_io.TorchIO, "hbm_data", spy)
     a, b = _x(256, 512), _x(256, 512, seed=1)
+    gc.collect()  # garbage of earlier tests must not be freed while we measure
     torch.neuron.synchronize()
     before = torch.neuron.memory_allocated()
     with _AtenOps() as seen:
@@ -122,3 +124,15 @@ def test_tensors_on_two_devices_are_refused():
         pytest.skip("one simulated device")
     with pytest.raises(NkiError, match="one launch runs on one NeuronCore"):
         kernels.add_returning(_x(4, 4), _x(4, 4).to("neuron:1"))
+
+
+def test_the_kernel_object_does_not_keep_its_outputs_alive():
+    a = _x(128, 256)
+    gc.collect()
+    torch.neuron.synchronize()
+    before = torch.neuron.memory_allocated()
+    out = kernels.add_returning(a, a)
+    assert torch.neuron.memory_allocated() > before
+    del out
+    assert torch.neuron.memory_allocated() == before
+    assert kernels.add_returning.report is not None  # the cost report stays
