@@ -176,6 +176,7 @@ def _bind_inputs(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
 
     for pname, value in list(bound.arguments.items()):
         bound.arguments[pname] = wrap(value, pname)
+    del wrap  # it refers to itself (lists recurse): without this the cycle keeps the inputs alive until a gc
     _check_annotations(func, bound)
     return bound, inputs
 
@@ -231,6 +232,8 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
                          max(r.memory.peak["psum"] for r, _ in finished))
     prints = [p for r, _ in finished for p in r.prints]
     converted = _convert(results, io)
+    if io is not None:
+        io.close()
     if shape_only and (rec := torch_io.recorder()) is not None:  # a Trn custom call is being built from this op
         rec.produced(rec.record(func, api, grid, args, kwargs), converted)
     return Launch(converted, report, prints)

@@ -181,6 +181,10 @@ class TorchIO:
         self.kernel = kernel
         self._owners: dict[int, Any] = {}  # id(flat array) -> the tensor whose memory it is
 
+    def close(self) -> None:
+        """The launch is over: drop the references to its tensors (the caller owns them now)."""
+        self._owners.clear()
+
     @property
     def shape_only(self) -> bool:
         return self.mode == SHAPE
