@@ -16,6 +16,13 @@ def row_tiles(rows: int):
         yield r0, min(PMAX, rows - r0)
 
 
+def load_rows(src, r0: int, r: int, dtype=None):
+    """Rows r0..r0+r of a 2-D HBM tensor as an SBUF tile (one DMA)."""
+    t = nl.ndarray((r, src.shape[1]), dtype or src.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=src[r0:r0 + r, :])
+    return t
+
+
 def broadcast_rows(vec, cols: int, dtype):
     """A [cols] HBM vector on all 128 partitions of an SBUF tile, with one stride-0 DMA."""
     t = nl.ndarray((PMAX, cols), dtype, buffer=nl.sbuf)

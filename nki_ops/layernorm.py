@@ -17,7 +17,7 @@ import torchneuron.nki.isa as nisa
 import torchneuron.nki.language as nl
 from torchneuron import nki
 
-from ._tiles import ColumnSums, broadcast_rows, row_tiles
+from ._tiles import ColumnSums, broadcast_rows, load_rows, row_tiles
 
 EPS = 1e-5
 
@@ -29,8 +29,7 @@ def _forward(x, gamma, beta, out, mean_out, rstd_out, eps):
     g_sb = broadcast_rows(gamma, cols, gamma.dtype)
     b_sb = broadcast_rows(beta, cols, beta.dtype)
     for r0, r in row_tiles(rows):
-        t = nl.ndarray((r, cols), x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=x[r0:r0 + r, :])
+        t = load_rows(x, r0, r)
         stats = nl.ndarray((r, 6 * chunks), nl.float32, buffer=nl.sbuf)
         for c in range(chunks):
             c0 = c * fmax
@@ -81,14 +80,8 @@ def layernorm_bwd_kernel(dy, x, gamma, mean, rstd):
     dg_sums = ColumnSums(cols, banks=4)
     db_sums = ColumnSums(cols, banks=4)
     for r0, r in row_tiles(rows):
-        xt = nl.ndarray((r, cols), x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=xt, src=x[r0:r0 + r, :])
-        dyt = nl.ndarray((r, cols), dy.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=dyt, src=dy[r0:r0 + r, :])
-        mu = nl.ndarray((r, 1), nl.float32, buffer=nl.sbuf)
-        nisa.dma_copy(dst=mu, src=mean[r0:r0 + r, :])
-        rs = nl.ndarray((r, 1), nl.float32, buffer=nl.sbuf)
-        nisa.dma_copy(dst=rs, src=rstd[r0:r0 + r, :])
+        xt, dyt = load_rows(x, r0, r), load_rows(dy, r0, r)
+        mu, rs = load_rows(mean, r0, r), load_rows(rstd, r0, r)
         xhat = nl.ndarray((r, cols), nl.float32, buffer=nl.sbuf)
         nisa.tensor_scalar(dst=xhat, data=xt, op0=nl.subtract, operand0=mu, op1=nl.multiply, operand1=rs)
         dyf = nl.ndarray((r, cols), nl.float32, buffer=nl.sbuf)

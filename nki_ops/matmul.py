@@ -20,7 +20,7 @@ import torchneuron.nki.isa as nisa
 import torchneuron.nki.language as nl
 from torchneuron import nki
 
-from ._tiles import ColumnSums, row_tiles, transpose_into
+from ._tiles import ColumnSums, load_rows, row_tiles, transpose_into
 
 TILE_K = 128   # partitions: the contraction per matmul instruction
 TILE_M = 128   # stationary free size
@@ -41,6 +41,15 @@ def _load_lhs(lhsT, m0, mm, k_tiles):
         kk = min(TILE_K, K - kt * TILE_K)
         nisa.dma_copy(dst=lhs_sb[0:kk, kt, :], src=lhsT[kt * TILE_K:kt * TILE_K + kk, m0:m0 + mm])
     return lhs_sb
+
+
+def _accumulate(lhs, rhs, K, j0, mm, nn):
+    """PSUM [mm, nn] = sum over the K tiles of lhs[:, kt, :].T @ rhs[:, kt, j0:j0+nn] (one accumulation group)."""
+    acc = nl.ndarray((mm, nn), nl.float32, buffer=nl.psum)
+    for kt in range((K + TILE_K - 1) // TILE_K):
+        kk = min(TILE_K, K - kt * TILE_K)
+        nisa.nc_matmul(dst=acc, stationary=lhs[0:kk, kt, :], moving=rhs[0:kk, kt, j0:j0 + nn])
+    return acc
 
 
 @nki.jit
@@ -69,10 +78,7 @@ def matmul_kernel(lhsT, rhs):
             res_sb = nl.ndarray((mm, nb), lhsT.dtype, buffer=nl.sbuf)
             for j0 in range(0, nb, TILE_N):
                 nn = min(TILE_N, nb - j0)
-                acc = nl.ndarray((mm, nn), nl.float32, buffer=nl.psum)
-                for kt in range(k_tiles):
-                    kk = min(TILE_K, K - kt * TILE_K)
-                    nisa.nc_matmul(dst=acc, stationary=lhs_sb[0:kk, kt, :], moving=rhs_sb[0:kk, kt, j0:j0 + nn])
+                acc = _accumulate(lhs_sb, rhs_sb, K, j0, mm, nn)
                 nisa.tensor_copy(dst=res_sb[:, j0:j0 + nn], src=acc)
             nisa.dma_copy(dst=out[m0:m0 + mm, n0:n0 + nb], src=res_sb)
     return out
@@ -136,10 +142,7 @@ def gemm_into(out, a, b, transpose_a, transpose_b, bias=None, activation="none",
             pre = nl.ndarray((mm, nb), out.dtype, buffer=nl.sbuf) if act is not None else res
             for j0 in range(0, nb, TILE_N):
                 nn = min(TILE_N, nb - j0)
-                acc = nl.ndarray((mm, nn), nl.float32, buffer=nl.psum)
-                for kt in range(k_tiles):
-                    kk = min(TILE_K, K - kt * TILE_K)
-                    nisa.nc_matmul(dst=acc, stationary=lhs[0:kk, kt, :], moving=rhs[0:kk, kt, j0:j0 + nn])
+                acc = _accumulate(lhs, rhs, K, j0, mm, nn)
                 if bias_sb is not None:
                     nisa.tensor_tensor(dst=pre[:, j0:j0 + nn], data1=acc, data2=bias_sb[0:mm, j0:j0 + nn], op=nl.add)
                 else:
@@ -180,8 +183,7 @@ def linear_bwd_kernel(dy, x, w, with_bias):
     db = nl.ndarray((N,), nl.float32, buffer=nl.shared_hbm)
     sums = ColumnSums(N, banks=4)
     for r0, r in row_tiles(M):
-        t = nl.ndarray((r, N), dy.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=dy[r0:r0 + r, :])
+        t = load_rows(dy, r0, r)
         tf = nl.ndarray((r, N), nl.float32, buffer=nl.sbuf)
         nisa.tensor_copy(dst=tf, src=t)
         sums.add(tf, r)
@@ -195,10 +197,7 @@ def activation_bwd_kernel(dy, pre, activation):
     rows, cols = pre.shape
     dz = nl.ndarray((rows, cols), dy.dtype, buffer=nl.shared_hbm)
     for r0, r in row_tiles(rows):
-        z = nl.ndarray((r, cols), pre.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=z, src=pre[r0:r0 + r, :])
-        g = nl.ndarray((r, cols), dy.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=g, src=dy[r0:r0 + r, :])
+        z, g = load_rows(pre, r0, r), load_rows(dy, r0, r)
         d = nl.ndarray((r, cols), nl.float32, buffer=nl.sbuf)
         _derivative(d, z, activation, r, cols)
         res = nl.ndarray((r, cols), dy.dtype, buffer=nl.sbuf)

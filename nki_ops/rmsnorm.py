@@ -18,7 +18,7 @@ import torchneuron.nki.isa as nisa
 import torchneuron.nki.language as nl
 from torchneuron import nki
 
-from ._tiles import ColumnSums, broadcast_rows, row_tiles
+from ._tiles import ColumnSums, broadcast_rows, load_rows, row_tiles
 
 EPS = 1e-6
 
@@ -27,8 +27,7 @@ def _forward(x, w, out, rstd_out, eps):
     rows, cols = x.shape
     w_sb = broadcast_rows(w, cols, w.dtype)
     for r0, r in row_tiles(rows):
-        t = nl.ndarray((r, cols), x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=x[r0:r0 + r, :])
+        t = load_rows(x, r0, r)
         sq = nl.ndarray((r, cols), nl.float32, buffer=nl.sbuf)
         ssum = nl.ndarray((r, 1), nl.float32, buffer=nl.sbuf)
         nisa.activation(dst=sq, op=nl.square, data=t, reduce_op=nl.add, reduce_res=ssum)
@@ -68,12 +67,7 @@ def rmsnorm_bwd_kernel(dy, x, w, rstd):
     w_sb = broadcast_rows(w, cols, w.dtype)
     dw_sums = ColumnSums(cols, banks=8)
     for r0, r in row_tiles(rows):
-        xt = nl.ndarray((r, cols), x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=xt, src=x[r0:r0 + r, :])
-        gt = nl.ndarray((r, cols), dy.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=gt, src=dy[r0:r0 + r, :])
-        rs = nl.ndarray((r, 1), nl.float32, buffer=nl.sbuf)
-        nisa.dma_copy(dst=rs, src=rstd[r0:r0 + r, :])
+        xt, gt, rs = load_rows(x, r0, r), load_rows(dy, r0, r), load_rows(rstd, r0, r)
         xr = nl.ndarray((r, cols), nl.float32, buffer=nl.sbuf)         # x * r, the normalised input
         nisa.tensor_scalar(dst=xr, data=xt, op0=nl.multiply, operand0=rs)
         dyxr = nl.ndarray((r, cols), nl.float32, buffer=nl.sbuf)

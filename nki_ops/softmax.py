@@ -13,7 +13,7 @@ import torchneuron.nki.isa as nisa
 import torchneuron.nki.language as nl
 from torchneuron import nki
 
-from ._tiles import row_tiles
+from ._tiles import load_rows, row_tiles
 
 
 @nki.jit
@@ -21,8 +21,7 @@ def softmax_kernel(x):
     rows, cols = x.shape
     out = nl.ndarray((rows, cols), x.dtype, buffer=nl.shared_hbm)
     for r0, r in row_tiles(rows):
-        t = nl.ndarray((r, cols), x.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=x[r0:r0 + r, :])
+        t = load_rows(x, r0, r)
         row_max = nl.ndarray((r, 1), nl.float32, buffer=nl.sbuf)
         nisa.tensor_reduce(dst=row_max, op=nl.maximum, data=t, axis=1, negate=True, keepdims=True)
         e = nl.ndarray((r, cols), nl.float32, buffer=nl.sbuf)
@@ -42,10 +41,7 @@ def softmax_bwd_kernel(dy, y):
     rows, cols = y.shape
     dx = nl.ndarray((rows, cols), y.dtype, buffer=nl.shared_hbm)
     for r0, r in row_tiles(rows):
-        yt = nl.ndarray((r, cols), y.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=yt, src=y[r0:r0 + r, :])
-        gt = nl.ndarray((r, cols), dy.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=gt, src=dy[r0:r0 + r, :])
+        yt, gt = load_rows(y, r0, r), load_rows(dy, r0, r)
         prod = nl.ndarray((r, cols), nl.float32, buffer=nl.sbuf)
         nisa.tensor_tensor(dst=prod, data1=gt, data2=yt, op=nl.multiply)
         dot = nl.ndarray((r, 1), nl.float32, buffer=nl.sbuf)
