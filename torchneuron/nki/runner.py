@@ -2,7 +2,7 @@
 and converted back, and the cost report for the launch.
 
 Inputs are wrapped zero-copy where NumPy allows, so a kernel that writes an input mutates the caller's array
-(as AWS's simulator does). Torch tensors go through one hook, `torch_io` (imported only when a launch has
+(as AWS's simulator does). Torch tensors go through one hook, `torch_io` (which loads torch only when a launch has
 them): neuron tensors are simulated on their device buffers, fake/meta tensors make a shape-only launch, CPU
 tensors work as arrays; outputs come back as tensors of the same kind.
 """
