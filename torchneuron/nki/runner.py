@@ -159,24 +159,25 @@ def grid_programs(grid: tuple[GridDim, ...]) -> list[tuple[tuple[int, ...], int]
     return programs
 
 
+def _wrap_value(value: Any, name: str, buffer: Any, io: Any, inputs: list[_Input]) -> Any:
+    # module level, not a closure: a self-recursive closure is a reference cycle that would keep the inputs
+    # (device tensors, for torch launches) alive until the next garbage collection
+    if isinstance(value, (list, tuple)):  # e.g. a list of weight arrays
+        return type(value)(_wrap_value(v, f"{name}_{i}", buffer, io, inputs) for i, v in enumerate(value))
+    wrapped = _wrap_input(value, buffer, name, io)
+    if wrapped is None:
+        return value
+    inputs.append(wrapped)
+    return wrapped.tensor
+
+
 def _bind_inputs(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                  buffer: Any, io: Any = None) -> tuple[inspect.BoundArguments, list[_Input]]:
     """Host arrays/tensors become HBM tensors; everything else (scalars, shapes, flags) passes through."""
     bound = inspect.signature(func).bind(*args, **kwargs)
     inputs: list[_Input] = []
-
-    def wrap(value: Any, name: str) -> Any:
-        if isinstance(value, (list, tuple)):  # e.g. a list of weight arrays
-            return type(value)(wrap(v, f"{name}_{i}") for i, v in enumerate(value))
-        wrapped = _wrap_input(value, buffer, name, io)
-        if wrapped is None:
-            return value
-        inputs.append(wrapped)
-        return wrapped.tensor
-
     for pname, value in list(bound.arguments.items()):
-        bound.arguments[pname] = wrap(value, pname)
-    del wrap  # it refers to itself (lists recurse): without this the cycle keeps the inputs alive until a gc
+        bound.arguments[pname] = _wrap_value(value, pname, buffer, io, inputs)
     _check_annotations(func, bound)
     return bound, inputs
 
