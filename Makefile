@@ -6,15 +6,18 @@ PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.torchneuron-installed
 CSRC   := $(shell find csrc -name '*.cpp' -o -name '*.h')
 
-.PHONY: demo test test-all conformance bench info install clean
+.PHONY: demo test test-all lint conformance bench info install clean
 
 demo: install
 	$(PY) -m torchneuron demo
 
-test: install
+test: install lint
 	$(PY) -m pytest -q -m "not slow" tests
 
-test-all: install
+lint: install
+	$(PY) -m ruff check .
+
+test-all: install lint
 	$(PY) -m pytest -q tests
 
 conformance: install

@@ -143,10 +143,12 @@ def main() -> None:
                  "torch": torch.__version__},
         "ops": results,
         "summary": {
-            "median_cold_lower_compile_ms": round(statistics.median(r["cold_lower_compile_ms"] for r in measured.values()), 2),
+            "median_cold_lower_compile_ms": round(
+                statistics.median(r["cold_lower_compile_ms"] for r in measured.values()), 2),
             "median_warm_strict_us": round(statistics.median(warm_all), 2),
             "median_default_eager_us": round(statistics.median(r["default_eager_us"] for r in measured.values()), 2),
-            "median_strict_over_default": round(statistics.median(r["strict_over_default"] for r in measured.values()), 2),
+            "median_strict_over_default": round(
+                statistics.median(r["strict_over_default"] for r in measured.values()), 2),
             "target_warm_strict_us": TARGET_US,
             "ops_within_target": sum(w <= TARGET_US for w in warm_all),
             "ops": len(warm_all),

@@ -4,7 +4,7 @@
   the same shapes (sim / cpu: how much slower developing on the simulator is than running the reference)
 - estimates: per kernel and shape, the cost model's trn2 latency, bound engine and fraction of the roofline
   (the rows of docs/nki_ops.md, recomputed here)
-- gpt_train_step: one AdamW step of the GPT-style model of tests/training/models.py with nki_ops.patch against
+- gpt_train_step: one AdamW step of the GPT-style model of torchneuron/testing/models.py with nki_ops.patch against
   the same step unpatched, both eager on neuron, timed in alternation (patched / unpatched; target <= 10)
 
 The machine these run on is usually shared: ratios are measured in alternation and are medians.
@@ -32,7 +32,7 @@ import nki_ops  # noqa: E402
 import nki_ops.ops as ops  # noqa: E402
 import torchneuron  # noqa: E402, F401
 from _common import emit, paired_seconds, parser  # noqa: E402
-from tests.training.models import GPT  # noqa: E402
+from torchneuron.testing.models import GPT  # noqa: E402
 
 TARGETS = {"gpt_train_step_patched_over_eager_max": 10.0}
 

@@ -1,7 +1,7 @@
 """Eager training-step time on neuron vs CPU, measured in one run (JSON).
 
 - train_step: one optimizer step (zero_grad, forward, loss, backward, clip for GPT, step) of the MLP and the
-  GPT-style decoder of tests/training/models.py, neuron time / CPU time (lower is better; target <= 1.3).
+  GPT-style decoder of torchneuron/testing/models.py, neuron time / CPU time (lower is better; target <= 1.3).
   CPU and neuron are timed in alternation and the ratio is the median of the per-repeat ratios: on a shared
   2-core VM single runs swing by a third
 - small_ops: per-call latency neuron/cpu of small ops (16x16 add/mul/matmul, a 64-element sum; target <= 1.5),
@@ -32,7 +32,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import torchneuron  # noqa: E402
 from _common import emit, paired_seconds, parser, per_call_seconds, sync_for  # noqa: E402
-from tests.training.models import GPT, MLP  # noqa: E402
+from torchneuron.testing.models import GPT, MLP  # noqa: E402
 
 TARGETS = {"train_step_ratio_max": 1.3, "small_op_ratio_max": 1.5}
 

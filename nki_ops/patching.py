@@ -8,7 +8,7 @@ What is swapped (per module instance: the module keeps its class, parameters, ho
 | ``nn.RMSNorm``, and Hugging Face's Llama / Mistral / Qwen2 / Qwen3 RMSNorm (last dim) | ``nki_ops::rmsnorm_fwd`` |
 | ``nn.Linear`` | ``nki_ops::linear`` |
 | ``nn.Softmax(dim=-1)`` | ``nki_ops::softmax`` |
-| the model itself | its ``scaled_dot_product_attention`` calls, when causal without mask or dropout, go to ``nki_ops::causal_attention`` |
+| the model itself | causal ``scaled_dot_product_attention`` calls, no mask or dropout: ``nki_ops::causal_attention`` |
 
 A patched module falls back to its own forward for inputs the kernels do not take (not on the neuron device,
 mixed dtypes, non-causal or masked attention, head dim > 128), so a patched model still runs anywhere. Under

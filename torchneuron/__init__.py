@@ -2,6 +2,11 @@
 
 `import torch` loads this package through the `torch.backends` entry point (PyTorch's device autoload), so
 `torch.ones(2, device="neuron")` works without importing it. Heavy parts (torch-mlir, jax) load lazily.
+
+Importing registers the device and nothing else: a program that never touches a neuron tensor runs exactly
+as without torchneuron. What the device needs from the rest of the process (where a neuron backward runs,
+the exit hook for autograd's device threads, the CPU allocator that captures host-kernel outputs) is set
+up at the first neuron device initialisation; module conversion is a neuron kernel (see docs/design.md).
 """
 
 from __future__ import annotations
@@ -29,21 +34,14 @@ from torchneuron import _C  # noqa: E402  (registers allocator, guard, hooks and
 from torchneuron import device as _device_module  # noqa: E402
 from torchneuron._ops import executed_ops, reset_executed_ops  # noqa: E402
 
-_registration.configure_runtime(_C)
+_registration.configure(_C)
 _registration.register(_device_module)
 
-from torchneuron import _module_conversion  # noqa: E402
+from torchneuron.device import _first_use  # noqa: E402
 
-_module_conversion.install()
+_first_use.defer_to_first_initialisation()
 
-from torchneuron.device import _autograd_exit  # noqa: E402
-
-_autograd_exit.install()
-
-from torchneuron.device import _backward_thread  # noqa: E402
-
-_backward_thread.install()
-backward_on_caller = _backward_thread.backward_on_caller
+from torchneuron.device._backward_thread import backward_on_caller  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["executed_ops", "reset_executed_ops", "backward_on_caller", "lower", "load_lowered", "fallback_ops",

@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 from torchneuron import _env
-
-
-def _available(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
 
 
 def install() -> None:
@@ -21,10 +12,9 @@ def install() -> None:
 
         aliases.install_from_env()
     # Lowering coverage policy: warns once per executed op that has no StableHLO lowering, or refuses it.
-    if _available("torchneuron.lowering.coverage"):
-        from torchneuron.lowering import coverage
+    from torchneuron.lowering import coverage
 
-        coverage.install_policy()
+    coverage.install_policy()
     # Strict eager mode: every op through lowering + XLA:CPU.
     if _env.get(_env.EAGER) == "lowered":
         from torchneuron.lowering import eager

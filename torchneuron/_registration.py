@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import importlib.metadata
-import os
+import warnings
 
 import torch
 
-from torchneuron import _env
+from torchneuron import _env, fp64_rule
 
 _UNCLAIMED = "privateuseone"
 
@@ -40,7 +40,21 @@ def check_backend_unclaimed() -> None:
     )
 
 
-def configure_runtime(C) -> None:
+def _autograd_threads() -> int:
+    raw = _env.get(_env.AUTOGRAD_THREADS).strip()
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if n < 0:
+        warnings.warn(f"{_env.AUTOGRAD_THREADS}={raw!r} is not a thread count (0 or more); using "
+                      f"{_env.VARS[_env.AUTOGRAD_THREADS].default}", stacklevel=2)
+        n = int(_env.VARS[_env.AUTOGRAD_THREADS].default)
+    return n
+
+
+def configure(C) -> None:
+    """Pass every setting the C++ layer needs (it reads no environment variable itself), before any use."""
     devices = _env.get(_env.SIM_DEVICES)
     hbm_mb = _env.get(_env.SIM_HBM_MB)
     C._configure(
@@ -50,6 +64,8 @@ def configure_runtime(C) -> None:
         int(float(hbm_mb) * (1 << 20)) if hbm_mb else 0,
         _env.flag(_env.LAUNCH_BLOCKING),
     )
+    fp64_rule.configure(C)
+    C._set_autograd_thread_intra_op_threads(_autograd_threads())
 
 
 def register(device_module) -> None:
@@ -60,4 +76,3 @@ def register(device_module) -> None:
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
         )
-    os.environ.setdefault("TORCHNEURON_REGISTERED", "1")

@@ -7,8 +7,8 @@
 #include "aten/native/HostFallback.h"
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("convolution", torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
-  m.impl("convolution_backward", torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
+  m.impl("convolution", torch::CppFunction::makeFromBoxedFunction<&torchneuron::boxedOpKernel>());
+  m.impl("convolution_backward", torch::CppFunction::makeFromBoxedFunction<&torchneuron::boxedOpKernel>());
   m.impl("convolution_overrideable", TORCH_FN(torchneuron::native::convolution_overrideable));
   m.impl("convolution_backward_overrideable", TORCH_FN(torchneuron::native::convolution_backward_overrideable));
 }

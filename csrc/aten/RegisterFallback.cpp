@@ -9,7 +9,7 @@
 #include "aten/native/HostFallback.h"
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&torchneuron::boxedOpKernel>());
 }
 
 namespace {
@@ -34,7 +34,7 @@ struct DirectHostPath {
         continue;
       }
       std::string qualified = name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
-      lib.impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
+      lib.impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&torchneuron::boxedOpKernel>());
       if (name.overload_name.empty()) routeGenericInplace(dispatcher, name.name);
     }
     routeHostOnlyGenerics(dispatcher);
@@ -48,7 +48,7 @@ struct DirectHostPath {
     for (const auto& [name, overload] : {Name{"conj_physical_", ""}, Name{"mode", "values"}}) {
       if (!dispatcher.findOp(c10::OperatorName("aten::" + name, overload))) continue;
       const std::string qualified = overload.empty() ? name : name + "." + overload;
-      lib.impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
+      lib.impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&torchneuron::boxedOpKernel>());
     }
   }
   // The generic in-place form of such an op (addr_ = addr_out(self, self, ...)) must run its generic kernel
@@ -61,7 +61,7 @@ struct DirectHostPath {
       return;
     }
     lib.impl((functional.substr(6) + "_").c_str(),
-             torch::CppFunction::makeFromBoxedFunction<&torchneuron::neuronFallback>());
+             torch::CppFunction::makeFromBoxedFunction<&torchneuron::boxedOpKernel>());
   }
 
   torch::Library lib;

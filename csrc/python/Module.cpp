@@ -6,8 +6,10 @@
 #include <chrono>
 
 #include "allocator/CachingAllocator.h"
+#include "aten/native/Fp64Emulation.h"
 #include "aten/native/HostAlias.h"
 #include "aten/native/HostOutputAllocator.h"
+#include "aten/native/HostThreads.h"
 #include "aten/native/OpRegistry.h"
 #include "device/Generator.h"
 #include "device/PinnedAllocator.h"
@@ -148,6 +150,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_bench_allocator", &benchAllocator, py::arg("nbytes"), py::arg("iters"),
         "Mean ns for one cached allocate+free pair of `nbytes` on the current device.");
 
+  // Settings Python reads from the environment (torchneuron/_env.py) and passes in at import.
+  m.def("_set_fp64_rule", [](bool emulate, std::vector<std::string> exempt_ops) {
+    configureFp64(emulate ? Fp64Mode::Emulate : Fp64Mode::Native, std::move(exempt_ops));
+  }, py::arg("emulate"), py::arg("exempt_ops"));
+  m.def("_set_autograd_thread_intra_op_threads", &setAutogradThreadIntraOpThreads, py::arg("threads"));
+
   m.def("_executed_ops", [] { return executedOps(); });
   m.def("_reset_executed_ops", &resetExecutedOps);
   m.def("_set_op_policy", &python::setOpPolicy);
@@ -176,6 +184,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_from_host_result", [](const at::Tensor& t, int device) {
     return fromHostResult(t, static_cast<c10::DeviceIndex>(device));
   });
+  m.def("_captures_cpu_allocations", &capturesCpuAllocations,
+        "Whether the process's CPU allocator is the host-kernel capture wrapper (installed at first use).");
   m.def("_host_view", &hostAlias, "CPU tensor aliasing a neuron tensor's memory (sim runtime only)");
   m.def("_adopt_host_tensor", [](const at::Tensor& cpu, int index) {
     return adoptHostTensor(cpu, static_cast<c10::DeviceIndex>(index));

@@ -8,7 +8,7 @@ import copy
 import torch
 
 from tests.compile.conftest import assert_same
-from tests.training.models import CNN
+from torchneuron.testing.models import CNN
 
 
 def test_training_step_matches_eager_and_outputs_are_device_memory(monkeypatch, tmp_path):

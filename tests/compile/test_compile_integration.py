@@ -38,7 +38,7 @@ def test_backend_works_after_install_without_importing_torchneuron():
 
 WARM = """
     import json, sys, torch
-    from tests.training.models import GPT
+    from torchneuron.testing.models import GPT
     from torchneuron.compiler import driver
     torch.manual_seed(0)
     model = GPT().to("neuron")

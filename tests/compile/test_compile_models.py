@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from tests.compile.conftest import assert_same
-from tests.training.models import CNN, GPT, MLP, Block
+from torchneuron.testing.models import CNN, GPT, MLP, Block
 
 
 def _step(model, x, compiled):

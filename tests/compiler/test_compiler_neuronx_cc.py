@@ -56,7 +56,8 @@ def test_neff_is_cached_across_caches(fake_cc):
 
 def test_compiler_failure_is_reported_with_the_command(fake_cc, monkeypatch):
     monkeypatch.setenv("FAKE_CC_FAIL", "1")
-    with pytest.raises(driver.CompileError, match=r"(?s)neuronx-cc failed \(exit 70\).*trn2.*\$ .*neuronx-cc compile.*NCC_EVRF007"):
+    with pytest.raises(driver.CompileError,
+                       match=r"(?s)neuronx-cc failed \(exit 70\).*trn2.*\$ .*neuronx-cc compile.*NCC_EVRF007"):
         driver.compile(_lowered().stablehlo, target="trn2", cache=CompileCache())
 
 

@@ -270,7 +270,8 @@ def _out_like(expected: Any, device: str, resize: bool) -> Any:
     if isinstance(expected, torch.Tensor):
         return make(expected)
     if isinstance(expected, (tuple, list)) and expected and all(isinstance(t, torch.Tensor) for t in expected):
-        return type(expected)(make(t) for t in expected) if isinstance(expected, list) else tuple(make(t) for t in expected)
+        made = (make(t) for t in expected)
+        return type(expected)(made) if isinstance(expected, list) else tuple(made)
     raise SkipSample("out= needs tensor results")
 
 
@@ -310,7 +311,7 @@ def check_inplace(op: OpInfo, neuron: SampleInput, dtype: torch.dtype) -> None:
                 f"CPU raised {type(cpu_error).__name__}, neuron {type(neuron_error).__name__}: {neuron_error}"
             )
             return
-        raise AssertionError(f"CPU raised {type(cpu_error).__name__} ({_short(cpu_error)}); neuron did not")
+        raise AssertionError(f"CPU raised {type(cpu_error).__name__} ({_short(cpu_error)}); neuron did not") from None
     target = neuron.input
     ptr = target.data_ptr()
     actual = call(inplace, neuron)

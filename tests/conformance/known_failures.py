@@ -26,7 +26,8 @@ METADATA_ONLY: dict[str, str] = {
 CRASH: dict[str, str] = {}
 
 # (op, kind, dtype) -> reason. Run and counted; failing samples are expected.
-_SPARSE = "sparse layouts: neuron registers no SparsePrivateUse1/SparseCsrPrivateUse1 kernels (Trainium has no sparse formats)"
+_SPARSE = ("sparse layouts: neuron registers no SparsePrivateUse1/SparseCsrPrivateUse1 kernels (Trainium has no "
+           "sparse formats)")
 XFAIL: dict[tuple[str, str, torch.dtype | None], str] = {
     ("sparse.sampled_addmm", "*", ANY): _SPARSE,
     ("sparse.mm.reduce", "*", ANY): _SPARSE,

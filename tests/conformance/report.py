@@ -103,7 +103,8 @@ def _worker(args: argparse.Namespace) -> int:
     with open(args.worker, "a") as out:
         for u in range(args.start, len(units)):
             i, dtype = units[u]
-            out.write(json.dumps({"begin": u, "op": harness.op_key(ops[i]), "dtype": str(dtype).replace("torch.", "")}) + "\n")
+            begin = {"begin": u, "op": harness.op_key(ops[i]), "dtype": str(dtype).replace("torch.", "")}
+            out.write(json.dumps(begin) + "\n")
             out.flush()
             for record in check_op(ops[i], [dtype], kinds, args.max_samples):
                 out.write(json.dumps(record) + "\n")
@@ -165,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         records = [r for op in ops for r in check_op(op, dtypes, kinds, args.max_samples)]
     else:
         passthrough = [a for a in argv if a not in ("-v", "--verbose")]
-        passthrough = [a for i, a in enumerate(passthrough) if a != "--json" and (i == 0 or passthrough[i - 1] != "--json")]
+        passthrough = [a for i, a in enumerate(passthrough)
+                       if a != "--json" and (i == 0 or passthrough[i - 1] != "--json")]
         records = _run_isolated(args, passthrough, len(_units(ops, dtypes)), kinds)
 
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
@@ -193,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         pct = 100.0 * c["pass"] / ran if ran else 100.0
         print(f"{name:<14}{c['pass']:>8}{c['fail']:>7}{c['known']:>7}{c['skip']:>8}{pct:>8.2f}%")
     if unexpected:
-        print(f"\nunexpected failures (not in tests/conformance/known_failures.py), by (op, check, dtype):")
+        print("\nunexpected failures (not in tests/conformance/known_failures.py), by (op, check, dtype):")
         for r in unexpected:
             first = r["failures"][0][1][:160] if r["failures"] else ""
             print(f"  {r['op']} [{r['kind']}, {r['dtype']}] {r['fail']} samples: {first}")

@@ -74,7 +74,8 @@ def test_lazy_initialisation():
 
 
 def test_autoload_in_fresh_process():
-    out = _run("import torch; x = torch.ones(2, device='neuron'); print(x.device, 'torchneuron' in __import__('sys').modules)")
+    out = _run("import torch; x = torch.ones(2, device='neuron'); "
+               "print(x.device, 'torchneuron' in __import__('sys').modules)")
     if "unsupported device" in out.stderr or "Expected one of" in out.stderr:
         pytest.fail("autoload did not register neuron: is the package installed (make install)?\n" + out.stderr)
     assert out.stdout.strip() == "neuron:0 True", out.stderr

@@ -1,7 +1,6 @@
 """Bessel functions, Airy Ai and orthogonal polynomials (torchneuron/lowering/decomp_bessel/): lowered to
 StableHLO through their decompositions, run on XLA:CPU and compared with CPU eager, edge values included."""
 
-import importlib.util
 import math
 from pathlib import Path
 
@@ -9,6 +8,7 @@ import pytest
 import torch
 
 import torchneuron
+from tests.helpers import assert_opinfo_lowers
 
 ROOT = Path(__file__).resolve().parents[2]
 RTOL, ATOL = 1.3e-4, 1e-4
@@ -141,16 +141,8 @@ def test_scalar_overloads():
     _assert_close(_run(n_scalar, x), n_scalar(x))
 
 
-def _gen():
-    spec = importlib.util.spec_from_file_location("gen_op_coverage", ROOT / "tools" / "gen_op_coverage.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    return gen
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["special.modified_bessel_i1", "special.scaled_modified_bessel_k0",
                                   "special.laguerre_polynomial_l", "special.shifted_chebyshev_polynomial_v"])
 def test_opinfo_samples_lower_and_match(name):
-    res = _gen().check_opinfo(name, "float32", max_samples=2)
-    assert res["status"] == "lowered", res["events"][:3]
+    assert_opinfo_lowers(name)

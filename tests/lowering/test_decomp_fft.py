@@ -1,21 +1,14 @@
 """FFT and complex-construction decompositions (torchneuron/lowering/decomp_fft/): each ATen op runs through the
 strict single-op path (decomposition → StableHLO → XLA:CPU) and is compared with CPU eager."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
+from tests.helpers import assert_opinfo_lowers
 from torchneuron.lowering.single_op import run_op
 
 aten = torch.ops.aten
 RTOL, ATOL = 1.3e-4, 1e-4  # the OpInfo sweep's float32 tolerance
-
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("gen_op_coverage", ROOT / "tools" / "gen_op_coverage.py")
-gen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gen)
 
 
 def _gen(seed):
@@ -123,9 +116,7 @@ def test_view_as_real_and_complex_inside_a_graph():
 
 # ------------------------------------------------------------------------------------------------ OpInfo
 def _opinfo(name):
-    res = gen.check_opinfo(name, "float32", max_samples=2)
-    problems = [e for e in res["events"] if e[1] in ("missing", "mismatch")]
-    assert res["status"] == "lowered", f"{name}: {problems[:3]}"
+    assert_opinfo_lowers(name)
 
 
 @pytest.mark.slow  # importing op_db alone takes ~10 s

@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.utils._pytree as pytree
 
+from tests.helpers import assert_opinfo_lowers
 from torchneuron.lowering.single_op import run_op
 
 aten = torch.ops.aten
@@ -205,12 +206,4 @@ def test_linear_cross_entropy_chunked_none():
                                   "nn.functional.embedding_bag", "nn.functional.unfold", "grid_sampler_3d",
                                   "nn.functional.pad.reflect", "nn.functional.adaptive_avg_pool1d"])
 def test_opinfo_float32(name):
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "tools" / "gen_op_coverage.py"
-    spec = importlib.util.spec_from_file_location("gen_op_coverage", path)
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    res = gen.check_opinfo(name, "float32", max_samples=3)
-    assert res["status"] == "lowered", [e for e in res["events"] if e[1] != "lowered"][:3]
+    assert_opinfo_lowers(name, max_samples=3)

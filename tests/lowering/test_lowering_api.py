@@ -51,7 +51,8 @@ def test_stablehlo_is_deterministic_and_location_free():
 
 def test_wrong_shape_at_call_is_a_clear_error():
     lowered = lower(_model(), torch.randn(4, 6))
-    with pytest.raises(ValueError, match=r"input 0 on cpu is float32\[5, 6\].*lowered for float32\[4, 6\].*static-shape"):
+    with pytest.raises(ValueError,
+                       match=r"input 0 on cpu is float32\[5, 6\].*lowered for float32\[4, 6\].*static-shape"):
         lowered(torch.randn(5, 6))
 
 
@@ -62,7 +63,7 @@ def test_dynamic_shapes_are_refused_with_a_clear_error():
 
     gm = make_fx(lambda x: x * 2, tracing_mode="symbolic")(torch.randn(3, 4))
     with pytest.raises(DynamicShapeError, match="dynamic shapes.*static-shape"):
-        passes.check_static_shapes(gm)
+        passes.check_static_shapes(gm, passes.Prepared())
 
 
 def test_data_dependent_shapes_are_refused_with_a_clear_error():

@@ -1,15 +1,10 @@
 """A representative slice of the OpInfo sweep (tools/gen_op_coverage.py) in CI: each op's samples run with
 every ATen op they execute going through single-op lowering + XLA:CPU, compared with CPU eager."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("gen_op_coverage", ROOT / "tools" / "gen_op_coverage.py")
-gen = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(gen)
+from tests.helpers import assert_opinfo_lowers
+from torchneuron.testing.opinfo_sweep import check_opinfo
 
 FAST = ["add", "mul", "sin", "exp", "where", "clamp", "sum", "mean", "amax", "softmax", "log_softmax",
         "matmul", "nn.functional.linear", "nn.functional.layer_norm", "nn.functional.gelu", "nn.functional.relu",
@@ -19,9 +14,7 @@ SLOW = ["nn.functional.conv2d", "nn.functional.adaptive_avg_pool2d", "nn.functio
 
 
 def _check(name, dtype):
-    res = gen.check_opinfo(name, dtype, max_samples=2)
-    problems = [e for e in res["events"] if e[1] in ("missing", "mismatch")]
-    assert res["status"] == "lowered", f"{name} ({dtype}): {problems[:3]}"
+    assert_opinfo_lowers(name, dtype)
 
 
 @pytest.mark.parametrize("name", FAST)
@@ -41,6 +34,6 @@ def test_opinfo_float32_slow(name):
 
 
 def test_a_missing_lowering_is_reported_with_its_op():
-    res = gen.check_opinfo("nonzero", "float32", max_samples=1)
+    res = check_opinfo("nonzero", "float32", max_samples=1)
     assert res["status"] == "missing"
     assert any(e[0] == "aten::nonzero" and "static-shape" in e[2] for e in res["events"])

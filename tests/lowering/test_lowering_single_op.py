@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from torchneuron.lowering import fx_to_stablehlo
-from torchneuron.lowering.single_op import ProgramCache, Unsupported, bind, op_info, signature
+from torchneuron.lowering.single_op import ProgramCache, Unsupported, bind, overload_facts, signature
 
 aten = torch.ops.aten
 
@@ -80,14 +80,14 @@ def test_in_place_and_out_variants_write_into_the_given_tensors(cache):
     torch.testing.assert_close(o, x * y)
 
 
-def test_float64_is_computed_in_float32_and_returned_as_float64(cache, monkeypatch):
-    monkeypatch.setenv("TORCHNEURON_FP64", "emulate")
+def test_called_directly_a_program_computes_in_the_dtypes_it_is_given(cache):
+    # The float64 rule is the device layer's, applied before it calls the executor (tests/test_fp64_rule.py);
+    # on CPU tensors a program is just the op.
     x = torch.tensor([1.0 + 1e-12], dtype=torch.float64)
     out = run(cache, aten.add.Tensor, x, x)
-    assert out.dtype == torch.float64
-    assert out.item() == 2.0  # the 1e-12 is lost in float32, as on a NeuronCore
+    assert out.dtype == torch.float64 and out.item() == 2.0 + 2e-12
     prog = next(iter(cache._programs.values()))
-    assert "f64" not in prog.stablehlo.split("->")[0]
+    assert "f64" in prog.stablehlo.split("->")[0]
 
 
 def test_views_random_and_data_dependent_ops_are_not_lowered(cache):
@@ -108,7 +108,7 @@ def test_zero_d_reductions_lower(cache):
 
 
 def test_signature_ignores_values_and_strides():
-    info = op_info(aten.add.Tensor)
+    info = overload_facts(aten.add.Tensor)
     a = signature(info, bind(info, (torch.randn(2, 3), torch.randn(2, 3)), {}))[0]
     b = signature(info, bind(info, (torch.randn(3, 2).t(), torch.zeros(2, 3)), {}))[0]
     c = signature(info, bind(info, (torch.randn(2, 3), torch.randn(2, 3)), {"alpha": 2}))[0]

@@ -1,10 +1,12 @@
 """gradcheck for every op with a backward.
 
 NeuronCores have no float64 (and NKI kernels none at all), so the kernels are gradchecked in float32 on the
-device: the full Jacobian by finite differences (eps=1e-2) against the registered NKI backward, at a tolerance (1e-2) that fp32
-rounding and the O(eps^2) truncation stay well inside but a wrong backward does not -- the negative control
-below registers a backward that is off by 5 % and must fail. The math itself is pinned in float64: each op's
-backward on the device is compared with float64 autograd of the torch reference on the CPU.
+device: the full Jacobian by finite differences (eps=1e-2) against the registered NKI backward, at a tolerance
+(1e-2) that fp32 rounding and the O(eps^2) truncation stay well inside but a wrong backward does not (the
+negative control below registers a backward that is off by 5 % and must fail).
+
+The math itself is pinned in float64: each op's backward on the device is compared with float64 autograd of the
+torch reference on the CPU.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ def test_backward_matches_float64_autograd_of_the_reference(name):
     fn, ref, shapes = CASES[name]
     dev = [_t(*s, seed=i) for i, s in enumerate(shapes)]
     cpu = [t.detach().cpu().double().requires_grad_() for t in dev]
-    torch.autograd.gradcheck(ref, tuple(cpu), eps=1e-6, atol=1e-7, fast_mode=True)  # the reference math itself, in float64
+    # the reference math itself, in float64
+    torch.autograd.gradcheck(ref, tuple(cpu), eps=1e-6, atol=1e-7, fast_mode=True)
     y, yr = fn(*dev), ref(*cpu)
     g = torch.randn(yr.shape, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
     y.backward(g.float().to("neuron"))

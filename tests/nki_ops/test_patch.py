@@ -1,4 +1,4 @@
-"""`nki_ops.patch(model)`: the GPT-style training model (tests/training) on the NKI kernels matches the
+"""`nki_ops.patch(model)`: the GPT-style training model (torchneuron/testing/models.py) on the NKI kernels matches the
 unpatched model, eager and compiled, and trains the same way; `unpatch` restores it exactly."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import nki_ops
-from tests.training.models import GPT
+from torchneuron.testing.models import GPT
 
 # GPT(): 2 blocks x (ln1, qkv, proj, ln2, mlp.0, mlp.2) + ln + head, and the model for its attention calls
 GPT_SWAPS = 2 * 6 + 2 + 1

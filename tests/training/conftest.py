@@ -1,7 +1,6 @@
 import warnings
 
 import pytest
-import torch
 
 import torchneuron  # noqa: F401
 

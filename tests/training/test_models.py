@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.training.models import CNN, GPT, MLP
+from torchneuron.testing.models import CNN, GPT, MLP
 
 RTOL, ATOL = 1e-4, 1e-5  # float32, after several optimizer steps
 # Measured: all three models train bit-identically to the CPU (same kernels, SDPA's flash kernel, backward on

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import torchneuron
-from tests.training.models import MLP
+from torchneuron.testing.models import MLP
 
 OPTIMIZERS = {
     "sgd": lambda params, **kw: torch.optim.SGD(params, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-4, **kw),

@@ -54,7 +54,8 @@ class DiskCache:
             warnings.warn(f"torchneuron compile cache: cannot read {path} ({e}); recompiling", stacklevel=3)
             return None
         payload = blob[_HEADER:]
-        if len(blob) < _HEADER or blob[: len(_MAGIC)] != _MAGIC or blob[len(_MAGIC):_HEADER] != hashlib.sha256(payload).digest():
+        checksum = blob[len(_MAGIC):_HEADER]
+        if len(blob) < _HEADER or blob[: len(_MAGIC)] != _MAGIC or checksum != hashlib.sha256(payload).digest():
             warnings.warn(f"torchneuron compile cache: corrupt entry {path} (checksum mismatch); "
                           "deleting it and recompiling", stacklevel=3)
             with contextlib.suppress(OSError):

@@ -36,7 +36,8 @@ def _opt_level(kind: str, opt_level: int | None) -> int:
         try:
             return int(override)
         except ValueError:
-            raise ValueError(f"{_env.OPT_LEVEL}={_env.get(_env.OPT_LEVEL)!r} is not an optimisation level; use 1, 2 or 3") from None
+            raise ValueError(f"{_env.OPT_LEVEL}={_env.get(_env.OPT_LEVEL)!r} is not an optimisation level; "
+                             "use 1, 2 or 3") from None
     return 1 if kind == "eager" else 2
 
 

@@ -7,6 +7,7 @@ attempt to take the GIL ends the thread by forced unwinding through C++ ``noexce
 "terminate called without an active exception" (one run in four for a script that ends right after
 ``loss.backward()`` here). At exit we therefore run one tiny backward per device through the engine directly
 (no stash): each device thread has finished, and released, every earlier graph task before it pops ours.
+The hook is registered at the first neuron device initialisation (``_first_use``), not at import.
 """
 
 from __future__ import annotations
@@ -50,5 +51,11 @@ def _at_exit() -> None:
         pass
 
 
+_installed = False
+
+
 def install() -> None:
-    atexit.register(_at_exit)
+    global _installed
+    if not _installed:
+        _installed = True
+        atexit.register(_at_exit)

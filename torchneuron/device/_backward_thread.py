@@ -8,10 +8,12 @@ single-threaded (``TORCHNEURON_AUTOGRAD_THREADS=1``), which left the GPT-style t
 Running the backward where the CPU's runs, with PyTorch's own intra-op threads, brings it to ~1.0x.
 
 The switch is PyTorch's public one, ``torch.autograd.set_multithreading_enabled(False)`` (AOTAutograd and
-inference mode flip the same thread-local flag). It is set for the thread that imports torchneuron, normally
-the main thread; other threads keep PyTorch's default and their neuron backward runs in the device thread
-(correct, but with the single-threaded kernels above) unless they call ``torchneuron.backward_on_caller()``
-or use the context manager themselves. ``TORCHNEURON_BACKWARD_THREAD=device`` keeps PyTorch's default.
+inference mode flip the same thread-local flag). It is set at the first neuron device initialisation, for
+the thread that initialises the device (normally the main thread, on its first neuron tensor), never at
+import: a program that does not use neuron keeps PyTorch's autograd threads (CUDA users included). Other
+threads keep PyTorch's default and their neuron backward runs in the device thread (correct, but with the
+single-threaded kernels above) unless they call ``torchneuron.backward_on_caller()`` or use the context
+manager themselves. ``TORCHNEURON_BACKWARD_THREAD=device`` keeps PyTorch's default.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ def backward_on_caller(enabled: bool = True) -> None:
     torch._C._set_multithreading_enabled(not enabled)
 
 
-def install() -> None:
-    mode = _env.get(_env.BACKWARD_THREAD).strip().lower()
-    if mode not in ("caller", "device"):
-        raise ValueError(f"{_env.BACKWARD_THREAD}={mode!r}: expected 'caller' or 'device'")
-    if mode == "caller":
-        backward_on_caller(True)
+def mode() -> str:
+    """``caller`` or ``device`` (``TORCHNEURON_BACKWARD_THREAD``)."""
+    value = _env.get(_env.BACKWARD_THREAD).strip().lower()
+    if value not in ("caller", "device"):
+        raise ValueError(f"{_env.BACKWARD_THREAD}={value!r}: expected 'caller' or 'device'")
+    return value

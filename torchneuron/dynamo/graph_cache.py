@@ -42,7 +42,8 @@ def key(gm: fx.GraphModule, examples: list[torch.Tensor], settings: str) -> str:
         h.update(b"\x00")
     for name, buf in sorted(gm.named_buffers()) + sorted(_tensor_attributes(gm)):
         h.update(name.encode())
-        h.update(buf.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if buf.numel() else b"")
+        flat = buf.detach().cpu().contiguous().reshape(-1)
+        h.update(flat.view(torch.uint8).numpy().tobytes() if buf.numel() else b"")
     return "fx" + h.hexdigest()[2:]
 
 

@@ -19,9 +19,8 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from ..lowering import device as dev
+from ..lowering import host_bridge as dev
 from . import fx_passes
-from .pieces import piece_device
 
 
 class InductorPiece:
@@ -42,7 +41,7 @@ class InductorPiece:
         self._out_casts = out_casts
 
     def __call__(self, ins: list[torch.Tensor]) -> tuple:
-        device = piece_device(ins)
+        device = dev.device_of_inputs(ins)
         ins = fx_passes.cast_inputs(ins, self._in_casts)
         if device.type != "cpu":
             dev.drain(device)

@@ -34,8 +34,9 @@ def fallback(op: str) -> None:
 def get_dynamo_metrics() -> dict:
     """graphs_compiled: static-shape graphs built (one per AOT graph and input shape); cache_hits: graphs whose
     StableHLO came from the on-disk graph cache (no tracing, no torch-mlir); recompiles: a graph Dynamo compiled
-    again (a new static shape, a failed guard) or a dynamic graph specialised for a new shape; partitions: graphs split into more than one piece; lowered_pieces /
-    eager_pieces: pieces compiled to StableHLO / run op by op on the device; fallback_ops: ops without a lowering
+    again (a new static shape, a failed guard) or a dynamic graph specialised for a new shape; partitions: graphs
+    split into more than one piece; lowered_pieces / eager_pieces: pieces compiled to StableHLO / run op by op on
+    the device; fallback_ops: ops without a lowering
     that ran eagerly inside compiled graphs (op -> nodes); compile_seconds: wall time spent building graphs."""
     with _lock:
         out = {k: (round(v, 3) if k == "compile_seconds" else int(v)) for k, v in _counts.items()}

@@ -13,8 +13,8 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from .. import _env
-from ..lowering import device as dev
+from .. import _env, fp64_rule
+from ..lowering import host_bridge as dev
 from ..lowering.passes import OutputLayout
 from . import debug, fx_passes, graph_cache, metrics
 
@@ -50,7 +50,7 @@ class LoweredPiece:
         self._layout = OutputLayout(record.out_spec, record.out_slots)
 
     def __call__(self, ins: list[torch.Tensor]) -> tuple:
-        device = piece_device(ins)
+        device = dev.device_of_inputs(ins)
         consts = self._constants.get(device)
         if consts is None:
             consts = self._constants[device] = [c.to(device) for c in self.record.constants]
@@ -63,15 +63,18 @@ class LoweredPiece:
         return tuple(out)
 
 
-def piece_device(ins: list[torch.Tensor]) -> torch.device:
-    return ins[0].device if ins else torch.device("neuron", torch.neuron.current_device())
-
-
 def _example(v: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
     """A CPU stand-in for a piece input: sizes, strides and dtype of the traced value, no data."""
     # int(): graphs AOTAutograd compiles later (the backward) carry sizes as SymInts with fixed values
     return torch.empty_strided(tuple(int(s) for s in v.shape), tuple(int(s) for s in v.stride()),
                                dtype=dtype or v.dtype, device="cpu")
+
+
+def _moves_data_only(gm: fx.GraphModule) -> bool:
+    """Every op of the piece only moves data (``fp64_rule.DATA_MOVEMENT_OPS``): its float64 values keep every
+    bit, as the same ops do in eager mode."""
+    ops = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    return all(isinstance(op, torch._ops.OpOverload) and fp64_rule.is_exempt(op.name()) for op in ops)
 
 
 def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, str | bytes], None],
@@ -82,7 +85,7 @@ def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, s
     placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
     out_node = next(n for n in reversed(sub.graph.nodes) if n.op == "output")
     out_meta = [n.meta.get("val") for n in out_node.args[0]]
-    emulate = _env.get(_env.FP64).strip().lower() != "native"
+    emulate = fp64_rule.emulated() and not _moves_data_only(sub)
     in_casts, out_idx = fx_passes.emulate_fp64(sub) if emulate else ([], [])
     out_casts = [(i, out_meta[i].dtype) for i in out_idx]
     fx_passes.devices_to_cpu(sub)

@@ -112,7 +112,8 @@ class Program:
         self._constants = constants
         self._n_slots = len(slot)
         self._n_inputs = len(placeholders)
-        self._outputs = fx.node.map_aggregate(out_node.args[0], lambda n: _Slot(slot[n]) if isinstance(n, fx.Node) else n)
+        self._outputs = fx.node.map_aggregate(out_node.args[0],
+                                              lambda n: _Slot(slot[n]) if isinstance(n, fx.Node) else n)
         # AOTAutograd's graphs return a flat tuple of values: then the result is one list comprehension
         flat = isinstance(self._outputs, (tuple, list)) and all(isinstance(o, _Slot) for o in self._outputs)
         self._flat_outputs = [o.index for o in self._outputs] if flat else None

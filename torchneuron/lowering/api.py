@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from . import device as dev
+from . import host_bridge as dev
 from .fx_to_stablehlo import TensorSpec
 from .passes import OutputLayout
 
@@ -70,7 +70,8 @@ class Lowered:
 
     def __repr__(self) -> str:
         ins = ", ".join(str(s) for s in self.inputs[len(self.param_names):len(self.inputs) - len(self._constants)])
-        return f"Lowered({self.name}({ins}), {len(self.param_names)} parameters, {len(self.stablehlo)} chars of StableHLO)"
+        return (f"Lowered({self.name}({ins}), {len(self.param_names)} parameters, "
+                f"{len(self.stablehlo)} chars of StableHLO)")
 
     # -- compile / call -------------------------------------------------------------------------------------
     def compile(self, target: str = "sim", *, lnc: int | None = None, opt_level: int | None = None) -> Compiled:
@@ -163,7 +164,8 @@ class Compiled:
     def neff(self) -> bytes:
         neff = getattr(self.executable, "neff", None)
         if neff is None:
-            raise AttributeError(f"a {self.target!r} compilation has no NEFF; compile with target='trn2' (or trn1/trn3)")
+            raise AttributeError(f"a {self.target!r} compilation has no NEFF; compile with target='trn2' "
+                                 "(or trn1/trn3)")
         return neff
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

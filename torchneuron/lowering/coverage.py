@@ -147,29 +147,19 @@ def policy(op: str) -> str | None:
     return report_fallback(op, reason(op))
 
 
-def install_policy() -> bool:
+def install_policy() -> None:
     """Install ``policy`` into the device layer (called by ``torchneuron/__init__`` at import)."""
-    try:
-        from .. import _C  # type: ignore[attr-defined]
-    except ImportError:
-        return False
-    setter = getattr(_C, "_set_op_policy", None)
-    if setter is None:
-        return False
-    setter(policy)
-    return True
+    from .. import _C
+
+    _C._set_op_policy(policy)
 
 
 def fallback_ops() -> list[str]:
     """Ops executed in this process that have no StableHLO lowering (sorted)."""
-    seen = set(_fallbacks)
-    try:
-        from .. import _C  # type: ignore[attr-defined]
+    from .. import _C
 
-        executed = _C._executed_ops() if hasattr(_C, "_executed_ops") else {}
-    except ImportError:
-        executed = {}
-    seen.update(op for op in executed if not has_lowering(op))
+    seen = set(_fallbacks)
+    seen.update(op for op in _C._executed_ops() if not has_lowering(op))
     return sorted(seen)
 
 

@@ -5,15 +5,17 @@ StableHLO program on XLA:CPU — the Trn host's path minus neuronx-cc.
 before) skips tracing and lowering entirely: a dict lookup by (op, shapes, dtypes, static arguments) gives
 the compiled program. Views, random ops and factory calls return ``NotImplemented`` and run on the host
 path; a view is a runtime metadata operation, and the others are reported as fallbacks by the op policy.
+float64 is handled by the device layer before this executor is called (``torchneuron/fp64_rule.py``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .. import _env
+from .. import _C, _env
 from . import coverage
-from .single_op import Unsupported, program_cache
+from .errors import Unsupported, UnsupportedKind
+from .single_op import program_cache
 
 
 class StrictModeError(RuntimeError):
@@ -33,16 +35,17 @@ def _shapes(args: tuple, kwargs: dict) -> str:
     return ", ".join(parts)
 
 
-_SILENT = ("view", "runtime check", "no tensor inputs", "random op")  # runtime operations and the device generator
+def _silent(kind: UnsupportedKind) -> bool:
+    """Runtime operations, and random ops: the op policy reports those against the coverage table."""
+    return kind.is_runtime_operation or kind is UnsupportedKind.RANDOM
 
 
 def execute(op: Any, args: tuple, kwargs: dict) -> Any:
     prog, info, values, dyn = program_cache().lookup(op, args, kwargs)
     if isinstance(prog, Unsupported):
-        why = str(prog).removeprefix(f"{info.name}: ")
-        if why.startswith(_SILENT):
+        if _silent(prog.kind):
             return NotImplemented
-        msg = coverage.report_fallback(info.name, why)
+        msg = coverage.report_fallback(info.name, prog.why)
         if msg is not None:
             raise StrictModeError(f"{msg} (inputs: {_shapes(args, kwargs)})")
         return NotImplemented
@@ -53,15 +56,6 @@ def enabled() -> bool:
     return _env.get(_env.EAGER).strip().lower() == "lowered"
 
 
-def install(on: bool = True) -> bool:
-    """Install (or with ``on=False`` remove) the strict-mode executor; returns whether the device layer
-    accepted it."""
-    try:
-        from .. import _C  # type: ignore[attr-defined]
-    except ImportError:
-        return False
-    setter = getattr(_C, "_set_eager_executor", None)
-    if setter is None:
-        return False
-    setter(execute if on else None)
-    return True
+def install(on: bool = True) -> None:
+    """Install (or with ``on=False`` remove) the strict-mode executor."""
+    _C._set_eager_executor(execute if on else None)

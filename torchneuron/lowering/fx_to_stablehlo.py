@@ -54,50 +54,16 @@ ISOLATE = True
 
 
 def to_stablehlo(gm: fx.GraphModule, func_name: str = "main", isolate: bool | None = None) -> str:
-    """Lower a prepared graph (see ``passes``) to StableHLO text with ``func.func @main``.
+    """Lower a graph prepared by ``passes.run_pipeline`` to StableHLO text with ``func.func @main``.
 
     With ``isolate`` (the default where ``fork`` exists) torch-mlir runs in a forked child: some invalid
     inputs make its passes abort or segfault instead of reporting an error, and an eager op must never take
     the user's process down. The child inherits the graph and the imported torch-mlir, so this costs a few
     milliseconds on a path that compiles anyway.
     """
-    _signed_results_for_unsigned(gm)  # here, not in the forked child: the caller reads the changed graph
     if (ISOLATE if isolate is None else isolate) and hasattr(os, "fork"):
         return _isolated(gm, func_name)
     return _to_stablehlo(gm, func_name)
-
-
-_UNSIGNED_TO_SIGNED = {getattr(torch, f"uint{w}"): getattr(torch, f"int{w}") for w in (16, 32, 64)
-                       if hasattr(torch, f"uint{w}")}
-
-
-def _signed_results_for_unsigned(gm: fx.GraphModule) -> None:
-    """torch-mlir's FX importer has no uint16/32/64 types. A result that is a same-width signed integer cast
-    to unsigned (``x.to(torch.uint64)``: the same bits) is returned as the signed integer instead, and the
-    graph's output metadata says so; callers cast results whose dtype differs from PyTorch's (the strict
-    path does), which restores the unsigned dtype with the same bits."""
-    out = next((n for n in reversed(gm.graph.nodes) if n.op == "output"), None)
-    if out is None:
-        return
-    changed = False
-
-    def replace(arg):
-        nonlocal changed
-        if not (isinstance(arg, fx.Node) and arg.op == "call_function"
-                and arg.target in (torch.ops.aten._to_copy.default, torch.ops.prims.convert_element_type.default)):
-            return arg
-        want = getattr(arg.meta.get("val"), "dtype", None)
-        src = arg.args[0] if arg.args else None
-        have = getattr(src.meta.get("val"), "dtype", None) if isinstance(src, fx.Node) else None
-        if want in _UNSIGNED_TO_SIGNED and have == _UNSIGNED_TO_SIGNED[want]:
-            changed = True
-            return src
-        return arg
-
-    out.args = fx.node.map_aggregate(out.args, replace)
-    if changed:
-        gm.graph.eliminate_dead_code()
-        gm.recompile()
 
 
 def _isolated(gm: fx.GraphModule, func_name: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-_FORMAT = "op-index-1"
+_FORMAT = "op-index-2"  # 2: float64 no longer converted here (the device layer does)
 
 
 def _dtype_name(dt: torch.dtype | None) -> str | None:
@@ -41,11 +41,11 @@ def _lowering_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-def index_key(signature: tuple, emulate_fp64: bool) -> str:
+def index_key(signature: tuple) -> str:
     from ..compiler.keys import package_versions
 
     h = hashlib.sha256()
-    for part in (_FORMAT, package_versions(), _lowering_fingerprint(), str(emulate_fp64),
+    for part in (_FORMAT, package_versions(), _lowering_fingerprint(),
                  str(torch.get_default_dtype()), repr(signature)):
         h.update(part.encode())
         h.update(b"\x00")

@@ -11,8 +11,10 @@ that become tensors, the value for everything else). Two rules keep the hit rate
 - *strides stay out of the IR*: every tensor argument is a dense row-major array; non-contiguous inputs are
   made contiguous on the host before the call, so a transposed and a contiguous input share one program.
 
-float64 (complex128) tensors are computed in float32 (complex64) and the results cast back, as NeuronCores
-do (``TORCHNEURON_FP64=emulate``, the default; ``native`` keeps float64 in the IR).
+float64 is not handled here: the device layer applies the float64 rule (``torchneuron/fp64_rule.py``) before
+it calls this executor, exactly as before a host kernel, so an op arrives with float32 stand-ins for its
+float64 tensors (or, for data movement, with the float64 tensors themselves, which the program moves as they
+are). Called directly on CPU tensors, a program computes in the dtypes it is given.
 In-place and ``out=`` ops are functionalized: the program returns the new values and they are written into
 the given tensors, which are returned as the schema says.
 """
@@ -26,19 +28,14 @@ from typing import Any
 import torch
 from torch.utils.dlpack import to_dlpack as _to_dlpack
 
-from .. import _env
-from . import device as dev
-from .errors import LoweringError
+from . import host_bridge as dev
+from .errors import LoweringError, Unsupported, UnsupportedKind
 from .passes import OutputLayout
 
 _Tensor = torch.Tensor
 _CPU = torch.device("cpu")
 
 _NUMBER_TYPES = ("number", "Optional[number]")
-
-
-class Unsupported(LoweringError):
-    """This call has no single-op lowering (the op runs on the host path, and counts as a fallback)."""
 
 
 # Ops that only read a result on the host and raise (LAPACK ``info`` checks): runtime calls, like a scalar
@@ -68,7 +65,7 @@ _SCALAR_SURROGATES = {"aten::equal": _equal, "aten::allclose": _allclose}
 
 
 # --------------------------------------------------------------------------------------------- op analysis
-class OpInfo:
+class OverloadFacts:
     """What the executor needs to know about an overload, computed once per op."""
 
     def __init__(self, op: torch._ops.OpOverload):
@@ -100,16 +97,18 @@ class OpInfo:
         # numbers, e.g. ``x * 2.0`` → mul.Tensor(x, 2.0)): passed as 0-d tensor arguments as well.
         self.tensor_args = frozenset(a.name for a in schema.arguments if str(a.type) in ("Tensor", "Optional[Tensor]"))
 
-    def reason_unsupported(self, values: list | None = None) -> str | None:
+    def unsupported(self, values: list | None = None) -> Unsupported | None:
+        """Why this call cannot have a program, or None."""
         if self.returns_view:
-            return "view"  # views are metadata operations of the runtime, not computations
+            return Unsupported(self.name, UnsupportedKind.VIEW, "view")
         if self.name in RUNTIME_CHECKS:
-            return "runtime check (reads a result on the host)"
+            return Unsupported(self.name, UnsupportedKind.RUNTIME_CHECK, "runtime check (reads a result on the host)")
         if not self.tensor_returns and self.surrogate is None:
-            return "returns a non-tensor value"
+            return Unsupported(self.name, UnsupportedKind.NON_TENSOR_RESULT, "returns a non-tensor value")
         if self.random and not (self.dropout_index is not None and values is not None
                                 and values[self.dropout_index] == 0.0):
-            return "random op (runs on the host generator; no StableHLO RNG lowering)"
+            return Unsupported(self.name, UnsupportedKind.RANDOM,
+                               "random op (runs on the host generator; no StableHLO RNG lowering)")
         return None
 
 
@@ -146,35 +145,31 @@ def _tensor_twin(op: torch._ops.OpOverload) -> tuple[torch._ops.OpOverload | Non
     return best
 
 
-_OP_INFOS: dict[int, OpInfo] = {}  # by id: OpOverload hashing is a Python-level call on the hot path
+_FACTS: dict[int, OverloadFacts] = {}  # by id: OpOverload hashing is a Python-level call on the hot path
 
 
-def op_info(op: torch._ops.OpOverload) -> OpInfo:
-    info = _OP_INFOS.get(id(op))
+def overload_facts(op: torch._ops.OpOverload) -> OverloadFacts:
+    info = _FACTS.get(id(op))
     if info is None or info.op is not op:
-        info = _OP_INFOS[id(op)] = OpInfo(op)
+        info = _FACTS[id(op)] = OverloadFacts(op)
     return info
 
 
 # ------------------------------------------------------------------------------------------- signatures
-def _emulate_fp64() -> bool:
-    return _env.get(_env.FP64).strip().lower() != "native"
-
-
-_COMPUTE_DTYPE = {torch.float64: torch.float32, torch.complex128: torch.complex64}
-
-
-def _scalar_dtype(v: Any) -> torch.dtype:
+def _scalar_dtype(v: Any, wide: bool) -> torch.dtype:
+    """The dtype a Python scalar travels in. Next to float64 data (the ops the float64 rule leaves as they
+    are: ``masked_fill(x, m, 1/3)``) it keeps its full precision; otherwise it is a default-dtype number,
+    which promotes like PyTorch's wrapped numbers either way (a 0-d tensor never widens a result)."""
     if isinstance(v, bool):
         return torch.bool
     if isinstance(v, int):
         return torch.int64
     if isinstance(v, complex):
-        return torch.complex64
-    return torch.get_default_dtype()
+        return torch.complex128 if wide else torch.complex64
+    return torch.float64 if wide else torch.get_default_dtype()
 
 
-def bind(info: OpInfo, args: tuple, kwargs: dict) -> list[Any]:
+def bind(info: OverloadFacts, args: tuple, kwargs: dict) -> list[Any]:
     """Argument values in schema order (defaults filled in)."""
     values = list(args)
     names = info.arg_names
@@ -188,7 +183,7 @@ def bind(info: OpInfo, args: tuple, kwargs: dict) -> list[Any]:
     return values
 
 
-def signature(info: OpInfo, values: list[Any]) -> tuple[tuple, list[Any]]:
+def signature(info: OverloadFacts, values: list[Any]) -> tuple[tuple, list[Any]]:
     """(hashable key, flat dynamic inputs: tensors and converted scalars in order)."""
     key: list[Any] = [info.op]
     dyn: list[Any] = []
@@ -218,11 +213,11 @@ def signature(info: OpInfo, values: list[Any]) -> tuple[tuple, list[Any]]:
 class OpProgram:
     """A compiled single-op program and how to feed it and unpack its results."""
 
-    def __init__(self, info: OpInfo, values: list[Any], dyn: list[Any], key: tuple | None = None):
+    def __init__(self, info: OverloadFacts, values: list[Any], dyn: list[Any], key: tuple | None = None):
         from . import op_index
 
         self.info = info
-        index_key = op_index.index_key(key, _emulate_fp64()) if key is not None else None
+        index_key = op_index.index_key(key) if key is not None else None
         record = op_index.load(index_key) if index_key is not None else None
         if record is not None:
             self.from_index = True
@@ -246,12 +241,11 @@ class OpProgram:
         try:
             self.exe = driver.compile(self.stablehlo, target="sim", kind="eager")
         except driver.CompileError as e:
-            raise Unsupported(f"{self.info.name}: {e}", op=self.info.name) from None
+            raise Unsupported(self.info.name, UnsupportedKind.NOT_COMPILABLE, str(e)) from None
 
-    def _lower(self, info: OpInfo, values: list[Any], dyn: list[Any]) -> None:
+    def _lower(self, info: OverloadFacts, values: list[Any], dyn: list[Any]) -> None:
         from .trace import trace
 
-        emulate = _emulate_fp64()
         use_twin = info.twin is not None and any(
             name in info.converted and not isinstance(v, _Tensor) and v is not None
             for name, v in zip(info.arg_names, values))
@@ -259,16 +253,16 @@ class OpProgram:
         schema_op = target_op
         if info.surrogate is not None:
             target_op = info.surrogate
-        # per dynamic input: ("t", compute dtype or None) for tensors, ("s", dtype) for converted scalars
+        # per dynamic input: ("t", None) for tensors, ("s", dtype) for converted scalars
         self.kinds: list[tuple[str, torch.dtype | None]] = []
         examples: list[torch.Tensor] = []
+        wide = any(isinstance(v, _Tensor) and v.dtype in (torch.float64, torch.complex128) for v in dyn)
         for v in dyn:
             if isinstance(v, _Tensor):
-                cast = _COMPUTE_DTYPE.get(v.dtype) if emulate else None
-                self.kinds.append(("t", cast))
-                examples.append(torch.empty(tuple(v.shape), dtype=cast or v.dtype))
+                self.kinds.append(("t", None))
+                examples.append(torch.empty(tuple(v.shape), dtype=v.dtype))
             else:
-                dt = _scalar_dtype(v)
+                dt = _scalar_dtype(v, wide)
                 self.kinds.append(("s", dt))
                 examples.append(torch.tensor(v, dtype=dt))
         template = list(values)
@@ -293,15 +287,16 @@ class OpProgram:
         try:
             tg = trace(call, tuple(examples))
         except LoweringError as e:
-            raise Unsupported(f"{info.name}: {e}", op=info.name) from None
+            raise Unsupported(info.name, UnsupportedKind.NOT_LOWERABLE, str(e)) from None
         except Exception as e:  # tracing itself failed (an op PyTorch cannot trace with fake tensors)
-            raise Unsupported(f"{info.name}: cannot trace with fake tensors: {type(e).__name__}: "
-                              f"{str(e).splitlines()[0] if str(e) else ''}", op=info.name) from None
+            raise Unsupported(info.name, UnsupportedKind.NOT_TRACEABLE,
+                              f"cannot trace with fake tensors: {type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else ''}") from None
         self.stablehlo = tg.stablehlo
         self.mutated = tg.mutated_inputs
         self.layout = tg.out_layout
         self._compile()
-        # The dtypes PyTorch gives each result; cast where the lowered program differs (fp64, 0-d promotion).
+        # The dtypes PyTorch gives each result; cast where the lowered program differs (0-d promotion, uint).
         expected = _expected_dtypes(info.op, values)
         out_node = next(n for n in reversed(tg.gm.graph.nodes) if n.op == "output")
         produced = [n.meta["val"].dtype for n in out_node.args[0]]
@@ -318,7 +313,7 @@ class OpProgram:
         self.n_user = n_user
         self.constants = tg.constants
 
-    def _finish(self, info: OpInfo) -> None:
+    def _finish(self, info: OverloadFacts) -> None:
         self._scalars: dict[tuple, Any] = {}
         self._cast_slots = [(i, dt) for i, dt in enumerate(self.casts) if dt is not None]
         self._writes = any(info.write_returns)
@@ -342,7 +337,7 @@ class OpProgram:
                 self._scalars[k] = b
         return b[0]
 
-    def __call__(self, info: OpInfo, values: list[Any], dyn: list[Any]) -> Any:
+    def __call__(self, info: OverloadFacts, values: list[Any], dyn: list[Any]) -> Any:
         device = _CPU
         for v in dyn:
             if isinstance(v, _Tensor) and not v.is_cpu:
@@ -356,7 +351,7 @@ class OpProgram:
             if kind != "t":
                 buffers.append(self._scalar_buffer(v, dt))
                 continue
-            if not v.is_cpu and dt is None:  # a device tensor read as it is: its aliasing buffer is reusable
+            if not v.is_cpu:  # a device tensor read as it is: its aliasing buffer is reusable
                 buf = _cached_buffer(v)
                 if buf is None:
                     h = view(v)
@@ -367,9 +362,8 @@ class OpProgram:
                         buf = import_buffer(_to_dlpack(h.contiguous()), xla_device, None)
                 buffers.append(buf)
                 continue
-            h = v if v.is_cpu else view(v)  # CPU wrapped numbers ride along with device tensors
-            h = h.to(dt) if dt is not None else h.contiguous()
-            buffers.append(import_buffer(_to_dlpack(h), xla_device, None))
+            # CPU tensors (and CPU wrapped numbers riding along with device tensors)
+            buffers.append(import_buffer(_to_dlpack(v.contiguous()), xla_device, None))
         for c in self.constants:
             buffers.append(import_buffer(_to_dlpack(c), xla_device, None))
         outs, arrays = exe.run_buffers_keep(buffers)
@@ -448,7 +442,7 @@ def _expected_dtypes(op: torch._ops.OpOverload, values: list[Any]) -> list[torch
     """Result dtypes from PyTorch's meta/fake implementation of the original op (flat, in return order)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    info = op_info(op)
+    info = overload_facts(op)
     try:
         with FakeTensorMode(allow_non_fake_inputs=True) as mode:
             def fake(v):
@@ -484,17 +478,16 @@ class ProgramCache:
 
     def lookup(self, op: torch._ops.OpOverload, args: tuple, kwargs: dict):
         """(program or Unsupported, info, values, dyn)."""
-        info = op_info(op)
+        info = overload_facts(op)
         values = bind(info, args, kwargs)
         key, dyn = signature(info, values)
         prog = self._programs.get(key)
         if prog is None:
-            reason = info.reason_unsupported(values)
-            if reason is not None:
-                prog = Unsupported(f"{info.name}: {reason}", op=info.name)
-            elif not any(isinstance(v, _Tensor) for v in dyn):
-                prog = Unsupported(f"{info.name}: no tensor inputs (a factory op; the runtime allocates)", op=info.name)
-            else:
+            prog = info.unsupported(values)
+            if prog is None and not any(isinstance(v, _Tensor) for v in dyn):
+                prog = Unsupported(info.name, UnsupportedKind.FACTORY,
+                                   "no tensor inputs (a factory op; the runtime allocates)")
+            elif prog is None:
                 try:
                     prog = OpProgram(info, values, dyn, key)
                 except Unsupported as e:

@@ -48,32 +48,6 @@ def _fake_like(t: torch.Tensor) -> torch.Tensor:
     return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="cpu")
 
 
-def _convert_input_mutations(gm: fx.GraphModule) -> list[int]:
-    """Functionalization ends the graph with ``aten.copy_(placeholder, new_value)`` for each mutated input.
-    Replace each by an extra output; return the placeholder indices in the order of those outputs."""
-    placeholders = {n: i for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
-    out_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
-    mutated: list[int] = []
-    extra: list[fx.Node] = []
-    for node in list(gm.graph.nodes):
-        if node.op == "call_function" and node.target is torch.ops.aten.copy_.default and node.args[0] in placeholders:
-            mutated.append(placeholders[node.args[0]])
-            src = node.args[1]
-            node.replace_all_uses_with(node.args[0])
-            gm.graph.erase_node(node)
-            extra.append(src)
-    out_node.args = ((out_node.args[0], tuple(extra)),)
-    gm.graph.eliminate_dead_code()
-    gm.recompile()
-    for node in gm.graph.nodes:  # anything still mutating would crash the importer: refuse it here
-        schema = getattr(node.target, "_schema", None)
-        if node.op == "call_function" and schema is not None and any(
-                a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
-            raise LoweringError(f"the traced graph still mutates a tensor in place ({node.target}) after "
-                                "functionalization; this in-place pattern has no StableHLO form")
-    return mutated
-
-
 def _make_fx(fn, flat_fakes: list[torch.Tensor], table: dict) -> fx.GraphModule:
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -97,7 +71,8 @@ def _make_fx(fn, flat_fakes: list[torch.Tensor], table: dict) -> fx.GraphModule:
 def trace(fn_or_module: Any, args: tuple, kwargs: dict | None = None) -> TracedGraph:
     """Trace to a prepared graph and lower it to StableHLO (``TracedGraph.stablehlo``)."""
     kwargs = kwargs or {}
-    module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) and not isinstance(fn_or_module, fx.GraphModule) else None
+    is_module = isinstance(fn_or_module, torch.nn.Module) and not isinstance(fn_or_module, fx.GraphModule)
+    module = fn_or_module if is_module else None
     named: list[tuple[str, torch.Tensor]] = []
     if module is not None:
         seen: set[int] = set()
@@ -133,18 +108,15 @@ def trace(fn_or_module: Any, args: tuple, kwargs: dict | None = None) -> TracedG
             if first_error is not None:  # a decomposition tried on demand does not trace: report the real cause
                 raise first_error from None
             raise
-        passes.check_static_shapes(gm)
-        mutated = _convert_input_mutations(gm)
-        passes.rewrite_as_strided(gm)
-        constants = passes.lift_tensor_constants(gm)
-        layout = _layout_without_mutations(gm)
+        prepared = passes.run_pipeline(gm)
         try:
             text = to_stablehlo(gm)
         except StableHLOLoweringError as e:
             more = on_demand(e.mlir_op) if e.mlir_op else {}
             more = {k: v for k, v in more.items() if k not in table}
             if not more:  # the failing op is not named (or has no decomposition): decompose what the graph has
-                more = {k: v for op in _graph_ops(gm) for k, v in on_demand(f"torch.aten.{op._overloadpacket.__name__}").items()
+                more = {k: v for op in _graph_ops(gm)
+                        for k, v in on_demand(f"torch.aten.{op._overloadpacket.__name__}").items()
                         if k not in table}
             if not more:
                 raise (first_error or e) from None
@@ -152,9 +124,10 @@ def trace(fn_or_module: Any, args: tuple, kwargs: dict | None = None) -> TracedG
             table.update(more)
             extra.append(e.mlir_op or "")
             continue
+        constants = prepared.constants
         inputs = [TensorSpec.of(t) for t in flat_real] + [TensorSpec.of(c) for c in constants]
         return TracedGraph(gm, inputs, [n for n, _ in named], in_spec, tensor_slots, static, constants,
-                           mutated, layout, text, extra)
+                           prepared.mutated_inputs, prepared.layout, text, extra)
     raise LoweringError(f"lowering did not converge after decomposing {', '.join(extra)}")
 
 
@@ -169,18 +142,3 @@ class _null:
 
     def __exit__(self, *exc):
         return False
-
-
-def _layout_without_mutations(gm: fx.GraphModule) -> passes.OutputLayout:
-    """Flatten ``(user_outputs, mutation_outputs)`` and keep the user part's structure."""
-    layout = passes.flatten_outputs(gm)
-    # layout.spec describes (user_out, mutations); split off the user part for rebuild()
-    user_spec, _ = layout.spec.children()
-    n_user = user_spec.num_leaves
-    return _SplitLayout(user_spec, layout.slots[:n_user], layout.slots[n_user:])
-
-
-class _SplitLayout(passes.OutputLayout):
-    def __init__(self, spec, slots, mutation_slots):
-        super().__init__(spec, slots)
-        self.mutation_slots = mutation_slots

@@ -77,7 +77,8 @@ class LaunchRecorder:
             return {"const": repr(v)}
 
         self.launches.append({"kernel": kernel_source(func), "api": api, "grid": [int(d.size) for d in grid],
-                              "args": [describe(a) for a in args], "kwargs": {k: describe(v) for k, v in kwargs.items()}})
+                              "args": [describe(a) for a in args],
+                              "kwargs": {k: describe(v) for k, v in kwargs.items()}})
         return len(self.launches) - 1
 
     def produced(self, index: int, results: Any) -> None:
@@ -198,7 +199,7 @@ class TorchIO:
             return np.zeros(tuple(int(s) for s in t.shape), dtypes.storage_dtype(dt))
         t = t.detach()
         if self.mode == DEVICE:
-            from ..lowering import device as dev
+            from ..lowering import host_bridge as dev
 
             host = dev.host_view(t)
         else:
@@ -220,7 +221,7 @@ class TorchIO:
             size *= int(s)
         t = torch.empty(size, dtype=torch_dtype(dt), device=self.device)
         if self.mode == DEVICE:
-            from ..lowering import device as dev
+            from ..lowering import host_bridge as dev
 
             flat = _flat_tensor(dev.host_view(t))
         else:
@@ -246,7 +247,7 @@ class TorchIO:
         values = np.ascontiguousarray(result.read())
         t = torch.empty(shape, dtype=torch_dtype(result.dtype), device=self.device)
         if self.mode == DEVICE:
-            from ..lowering import device as dev
+            from ..lowering import host_bridge as dev
 
             _numpy_view(dev.host_view(t))[...] = values
         else:
@@ -288,7 +289,8 @@ def open_launch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tor
     from torch._subclasses.fake_tensor import FakeTensor
 
     def is_shape_only(t: Any) -> bool:
-        return isinstance(t, FakeTensor) or t.device.type == "meta" or torch._C._functorch.is_functorch_wrapped_tensor(t)
+        return (isinstance(t, FakeTensor) or t.device.type == "meta"
+                or torch._C._functorch.is_functorch_wrapped_tensor(t))
 
     shape_only = [t for _, t in found if is_shape_only(t)]
     if shape_only:
@@ -306,8 +308,8 @@ def open_launch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tor
         if t.device.type == "cpu" and (neuron or strict):
             where = f"neuron device {neuron[0]}" if neuron else "the neuron device"
             inside = f" (called through {strict})" if strict else ""
-            raise fail(ERR_MEMORY, f"kernel {kernel}{inside}: argument {name} {tuple(t.shape)} is a cpu tensor, but NKI "
-                       f"kernels run on {where}.", f"move it there first: {name}.to("
+            raise fail(ERR_MEMORY, f"kernel {kernel}{inside}: argument {name} {tuple(t.shape)} is a cpu tensor, "
+                       f"but NKI kernels run on {where}.", f"move it there first: {name}.to("
                        f"'{neuron[0] if neuron else 'neuron'}').")
     if not neuron:
         return TorchIO(CPU, torch.device("cpu"), kernel)

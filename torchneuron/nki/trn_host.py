@@ -84,7 +84,8 @@ class Spec:
     def mlir(self) -> str:
         elem = _MLIR_TYPES.get(self.dtype)
         if elem is None:
-            raise fail(ERR_INVALID_ARG, f"{self.dtype} has no NeuronCore type.", "use a float32/bf16/fp16/fp8/int type.")
+            raise fail(ERR_INVALID_ARG, f"{self.dtype} has no NeuronCore type.",
+                       "use a float32/bf16/fp16/fp8/int type.")
         return f"tensor<{'x'.join(str(s) for s in self.shape)}{'x' if self.shape else ''}{elem}>"
 
 

@@ -1,4 +1,6 @@
-// float64 on neuron: stored as float64, computed in float32 (see Fp64Emulation.h).
+// float64 on neuron: stored as float64, computed in float32 (see Fp64Emulation.h). Which ops are exempt (data
+// movement) and whether the rule is on come from Python (torchneuron/fp64_rule.py, the one table both eager
+// executors follow), never from the environment.
 //
 // The result dtypes come from the op's Meta kernel run on the original arguments, so type promotion is the
 // op's own (a 0-dim float64 tensor does not turn a float32 result into float64; sum(x, dtype=float64) does
@@ -12,59 +14,25 @@
 #include <c10/util/flat_hash_map.h>
 
 #include <atomic>
-#include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 namespace torchneuron {
 
 namespace {
-constexpr int kUnread = -1;
-std::atomic<int> g_mode{kUnread};
+std::atomic<bool> g_emulate{true};  // the documented default, until Python configures the rule at import
+std::mutex g_exempt_mutex;
+// Replaced, never mutated: readers take a reference to the current set under the lock, then read it freely.
+std::shared_ptr<const std::unordered_set<std::string>> g_exempt = std::make_shared<const std::unordered_set<std::string>>();
 std::once_flag g_warned;
 thread_local bool t_emulating = false;
 
-Fp64Mode modeFromEnv() {
-  const char* raw = std::getenv("TORCHNEURON_FP64");
-  const std::string value = raw == nullptr ? "" : raw;
-  if (value.empty() || value == "emulate") return Fp64Mode::Emulate;
-  if (value == "native") return Fp64Mode::Native;
-  TORCH_WARN("TORCHNEURON_FP64=", value, " is not 'emulate' or 'native'; using 'emulate' (float64 computed in "
-             "float32, as on NeuronCores)");
-  return Fp64Mode::Emulate;
-}
-
-// Ops that only move, select or materialise data: converting their float64 arguments would lose bits that
-// a NeuronCore would move untouched (DMA copies are bit-exact whatever the dtype).
-const std::unordered_set<std::string>& exemptOps() {
-  static const std::unordered_set<std::string> ops = {
-      "aten::_to_copy", "aten::copy_", "aten::_copy_from", "aten::_copy_from_and_resize", "aten::clone",
-      "aten::cat", "aten::stack", "aten::index", "aten::index_select", "aten::gather", "aten::take",
-      "aten::index_put", "aten::index_put_", "aten::_index_put_impl_", "aten::masked_fill",
-      "aten::masked_fill_", "aten::masked_scatter", "aten::masked_scatter_", "aten::masked_select",
-      "aten::where", "aten::flip", "aten::roll", "aten::repeat", "aten::repeat_interleave", "aten::fill",
-      "aten::fill_", "aten::zero_", "aten::zeros_like", "aten::ones_like", "aten::empty_like", "aten::new_empty",
-      "aten::new_empty_strided", "aten::new_zeros", "aten::new_ones", "aten::new_full", "aten::full_like",
-      "aten::constant_pad_nd", "aten::narrow_copy", "aten::slice_scatter", "aten::select_scatter",
-      "aten::diagonal_scatter", "aten::as_strided_scatter", "aten::as_strided_copy", "aten::unfold_copy",
-      "aten::expand_copy", "aten::permute_copy", "aten::transpose_copy", "aten::view_copy", "aten::t_copy",
-      "aten::diagonal_copy", "aten::squeeze_copy", "aten::unsqueeze_copy", "aten::split_copy",
-      "aten::unbind_copy", "aten::alias_copy", "aten::detach_copy", "aten::_reshape_alias_copy",
-      "aten::nonzero", "aten::nonzero_static", "aten::argwhere", "aten::resize_", "aten::resize_as_",
-      "aten::set_", "aten::lift", "aten::lift_fresh", "aten::lift_fresh_copy", "aten::_unsafe_view",
-      "aten::resolve_conj", "aten::resolve_neg", "aten::tril", "aten::triu", "aten::diag_embed",
-      "aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d", "aten::replication_pad1d",
-      "aten::replication_pad2d", "aten::replication_pad3d", "aten::im2col", "aten::pixel_shuffle",
-      "aten::pixel_unshuffle", "aten::channel_shuffle", "aten::native_channel_shuffle", "aten::is_same_size",
-      "aten::_pin_memory", "aten::record_stream", "aten::_local_scalar_dense", "aten::put", "aten::put_",
-      "aten::unfold", "aten::_unsafe_index", "aten::_unsafe_index_put", "aten::index_copy", "aten::index_copy_",
-      "aten::index_fill", "aten::index_fill_", "aten::complex", "aten::view_as_real", "aten::view_as_complex",
-      // scatter without a reduction only places values
-      "aten::scatter.src", "aten::scatter.value", "aten::scatter_.src", "aten::scatter_.value",
-      "aten::scatter.src_out", "aten::scatter.value_out",
-  };
-  return ops;
+std::shared_ptr<const std::unordered_set<std::string>> exemptOps() {
+  std::lock_guard<std::mutex> lock(g_exempt_mutex);
+  return g_exempt;
 }
 
 bool isDoubleOnNeuron(const at::Tensor& t) {
@@ -213,20 +181,16 @@ at::Tensor restoreResult(const at::Tensor& result, at::ScalarType expected, cons
 }
 } // namespace
 
-Fp64Mode fp64Mode() {
-  int mode = g_mode.load(std::memory_order_relaxed);
-  if (C10_UNLIKELY(mode == kUnread)) {
-    mode = static_cast<int>(modeFromEnv());
-    int expected = kUnread;
-    g_mode.compare_exchange_strong(expected, mode);
-    mode = g_mode.load();
+void configureFp64(Fp64Mode mode, std::vector<std::string> exempt_ops) {
+  auto exempt = std::make_shared<const std::unordered_set<std::string>>(exempt_ops.begin(), exempt_ops.end());
+  {
+    std::lock_guard<std::mutex> lock(g_exempt_mutex);
+    g_exempt = std::move(exempt);
   }
-  return static_cast<Fp64Mode>(mode);
+  g_emulate.store(mode == Fp64Mode::Emulate);
 }
 
-void setFp64Mode(Fp64Mode mode) { g_mode.store(static_cast<int>(mode)); }
-
-bool isFp64Exempt(const std::string& name) { return exemptOps().count(name) > 0; }
+Fp64Mode fp64Mode() { return g_emulate.load(std::memory_order_relaxed) ? Fp64Mode::Emulate : Fp64Mode::Native; }
 
 bool emulateFp64(const c10::OperatorHandle& op, torch::jit::Stack* stack,
                  const std::function<void(torch::jit::Stack*)>& run) {
@@ -237,8 +201,9 @@ bool emulateFp64(const c10::OperatorHandle& op, torch::jit::Stack* stack,
   if (C10_LIKELY(!computesOnDouble(schema, args))) return false;
   if (fp64Mode() == Fp64Mode::Native) return false;
   const auto& name = op.operator_name();
-  if (isFp64Exempt(name.name) || isFp64Exempt(name.name + "." + name.overload_name) || returnsView(schema) ||
-      mixesFloatingDtypes(args)) {
+  const auto exempt = exemptOps();
+  if (exempt->count(name.name) > 0 || exempt->count(name.name + "." + name.overload_name) > 0 ||
+      returnsView(schema) || mixesFloatingDtypes(args)) {
     return false;
   }
 

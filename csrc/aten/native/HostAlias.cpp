@@ -17,22 +17,86 @@ struct AdoptedHostMemory {
 };
 
 void releaseAdopted(void* ctx) { delete static_cast<AdoptedHostMemory*>(ctx); }
+
+// A CPU storage over a device storage's bytes; it does not own them. If a kernel grows it, the new bytes come
+// from device memory (HostOutputAllocator), and HostCall hands them to the device storage.
+c10::intrusive_ptr<c10::StorageImpl> aliasStorage(const c10::Storage& storage) {
+  return c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), storage.nbytes(),
+      c10::DataPtr(const_cast<void*>(storage.data()), nullptr, &noDelete, c10::Device(c10::DeviceType::CPU)),
+      hostOutputAllocator(), /*resizable=*/true);
+}
+
+void setGeometry(c10::TensorImpl* alias, const at::Tensor& t) {
+  alias->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  // Lazy conjugation / negation are views too: the host kernel must see them, not the raw bytes.
+  if (alias->is_conj() != t.is_conj()) alias->_set_conj(t.is_conj());
+  if (alias->is_neg() != t.is_neg()) alias->_set_neg(t.is_neg());
+}
+
+at::Tensor tensorOver(const c10::intrusive_ptr<c10::StorageImpl>& storage, const at::Tensor& t) {
+  auto alias = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(storage),
+                                                        c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  setGeometry(alias.unsafeGetTensorImpl(), t);
+  return alias;
+}
+
+// The aliases recent host kernels on this thread used, by device storage. A small op then allocates no alias
+// objects: the storage is reused while it still describes the same bytes, the tensor while nobody else holds
+// it (its geometry is reset each time). Entries hold no device memory; a stale one is replaced.
+struct CachedAlias {
+  const c10::StorageImpl* device = nullptr;  // identifies the device storage (never dereferenced)
+  const void* data = nullptr;
+  size_t nbytes = 0;
+  c10::intrusive_ptr<c10::StorageImpl> storage;
+  at::Tensor tensor;
+};
+constexpr size_t kCachedAliases = 8;
+struct AliasCache {
+  CachedAlias entries[kCachedAliases];
+  size_t next = 0;
+};
+thread_local AliasCache t_aliases;
 } // namespace
 
 at::Tensor hostAlias(const at::Tensor& t) {
   TORCH_CHECK(runtime().hostAddressable(), "neuron: host views of device memory need the sim runtime");
+  return tensorOver(aliasStorage(t.storage()), t);
+}
+
+at::Tensor reusableHostAlias(const at::Tensor& t) {
   const c10::Storage& storage = t.storage();
-  auto impl = c10::make_intrusive<c10::StorageImpl>(
-      c10::StorageImpl::use_byte_size_t(), storage.nbytes(),
-      c10::DataPtr(const_cast<void*>(storage.data()), nullptr, &noDelete, c10::Device(c10::DeviceType::CPU)),
-      hostOutputAllocator(), /*resizable=*/true);
-  auto alias = at::detail::make_tensor<c10::TensorImpl>(c10::Storage(std::move(impl)),
-                                                        c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
-  alias.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
-  // Lazy conjugation / negation are views too: the host kernel must see them, not the raw bytes.
-  if (t.is_conj()) alias._set_conj(true);
-  if (t.is_neg()) alias._set_neg(true);
-  return alias;
+  const c10::StorageImpl* device = storage.unsafeGetStorageImpl();
+  const void* data = storage.data();
+  const size_t nbytes = storage.nbytes();
+  AliasCache& cache = t_aliases;
+  CachedAlias* entry = nullptr;
+  for (CachedAlias& e : cache.entries) {
+    if (e.device == device && e.data == data && e.nbytes == nbytes) {
+      entry = &e;
+      break;
+    }
+  }
+  if (C10_LIKELY(entry != nullptr && entry->storage->data() == data && entry->storage->nbytes() == nbytes)) {
+    c10::TensorImpl* impl = entry->tensor.unsafeGetTensorImpl();
+    if (entry->tensor.use_count() == 1 && impl->storage().unsafeGetStorageImpl() == entry->storage.get()) {
+      if (impl->dtype() != t.dtype()) impl->set_storage_and_dtype(c10::Storage(entry->storage), t.dtype());
+      setGeometry(impl, t);
+      return entry->tensor;
+    }
+    return tensorOver(entry->storage, t);  // the cached tensor is in use (or was re-pointed by a kernel)
+  }
+  TORCH_CHECK(runtime().hostAddressable(), "neuron: host views of device memory need the sim runtime");
+  if (entry == nullptr) {  // a miss: replace the oldest entry
+    entry = &cache.entries[cache.next];
+    cache.next = (cache.next + 1) % kCachedAliases;
+  }
+  entry->device = device;
+  entry->data = data;
+  entry->nbytes = nbytes;
+  entry->storage = aliasStorage(storage);
+  entry->tensor = tensorOver(entry->storage, t);
+  return entry->tensor;
 }
 
 at::Tensor adoptHostTensor(const at::Tensor& cpu, c10::DeviceIndex device) {

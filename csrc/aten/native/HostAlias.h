@@ -9,6 +9,11 @@ namespace torchneuron {
 // memory; if a kernel grows it, the new bytes come from device memory (see HostOutputAllocator).
 at::Tensor hostAlias(const at::Tensor& t);
 
+// hostAlias for the host-kernel path (HostCall): the same alias, taken from a per-thread cache of recent ones
+// when it still describes the same bytes, so a small op allocates no alias objects. The caller must not keep
+// the result beyond the kernel call (the next one reuses it).
+at::Tensor reusableHostAlias(const at::Tensor& t);
+
 // A neuron tensor over the bytes of a CPU tensor, keeping that tensor alive (for results produced by an
 // external executor such as XLA:CPU). Not counted by the caching allocator.
 at::Tensor adoptHostTensor(const at::Tensor& cpu, c10::DeviceIndex device);

@@ -46,7 +46,7 @@ at::Tensor HostCall::toHost(const at::Tensor& t, bool written) {
       return p.alias;
     }
   }
-  at::Tensor alias = hostAlias(t);
+  at::Tensor alias = reusableHostAlias(t);
   c10::StorageImpl* storage = alias.storage().unsafeGetStorageImpl();
   pairs_.push_back({alias.unsafeGetTensorImpl(), storage, storage->data(), &t, written, alias});
   return alias;

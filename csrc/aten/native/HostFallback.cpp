@@ -1,7 +1,7 @@
-// Every ATen op without a neuron-specific kernel runs here. On the simulator the op's host (CPU) kernel
-// executes directly on the device buffers: inputs are zero-copy host aliases of the neuron tensors, outputs
-// are allocated in device memory while the kernel runs (CaptureOutputsOnDevice), and the op is ordered on the
-// current stream. Nothing is copied to the host and back.
+// Every ATen op without a neuron-specific kernel runs here (boxedOpKernel, see HostFallback.h). On the
+// simulator the op's host (CPU) kernel executes directly on the device buffers: inputs are zero-copy host
+// aliases of the neuron tensors, outputs are allocated in device memory while the kernel runs
+// (CaptureOutputsOnDevice), and the op is ordered on the current stream. Nothing is copied to the host and back.
 #include "aten/native/HostFallback.h"
 
 #include <ATen/ATen.h>
@@ -140,22 +140,9 @@ void runOnHost(const c10::OperatorHandle& op, OpEntry& entry, torch::jit::Stack*
   torch::jit::drop(*stack, nargs);
   for (c10::IValue& v : host) stack->push_back(std::move(v));
 }
-} // namespace
 
-bool directHostPath(const c10::OperatorHandle& op, OpEntry& entry) {
-  analyse(entry, op.schema());
-  if (C10_UNLIKELY(!entry.policy_checked.load(std::memory_order_acquire))) checkPolicy(entry);
-  return !entry.refusal.has_value() && eagerExecutor() == nullptr;
-}
-
-void neuronFallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
-  OpEntry& entry = opEntry(op);
-  entry.count.fetch_add(1, std::memory_order_relaxed);
-  analyse(entry, op.schema());
-  if (C10_UNLIKELY(!entry.policy_checked.load(std::memory_order_acquire))) checkPolicy(entry);
-  if (C10_UNLIKELY(entry.refusal.has_value())) {
-    refuse(entry, op.schema(), torch::jit::last(*stack, op.schema().arguments().size()));
-  }
+// The op's executor: the lowered-eager one when installed (TORCHNEURON_EAGER=lowered), else the host kernel.
+void execute(const c10::OperatorHandle& op, OpEntry& entry, torch::jit::Stack* stack) {
   if (auto executor = eagerExecutor(); executor != nullptr && !t_in_executor) {
     t_in_executor = true;
     bool handled = false;
@@ -168,8 +155,31 @@ void neuronFallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::j
     t_in_executor = false;
     if (handled) return;
   }
-  if (emulateFp64(op, stack, [&](torch::jit::Stack* s) { runOnHost(op, entry, s); })) return;
   runOnHost(op, entry, stack);
+}
+} // namespace
+
+bool directHostPath(const c10::OperatorHandle& op, OpEntry& entry) {
+  const uint32_t epoch = routingEpoch();
+  if (C10_LIKELY(entry.direct_epoch.load(std::memory_order_relaxed) == epoch)) return true;
+  analyse(entry, op.schema());
+  if (!entry.policy_checked.load(std::memory_order_acquire)) checkPolicy(entry);
+  const bool direct = !entry.refusal.has_value() && eagerExecutor() == nullptr;
+  if (direct) entry.direct_epoch.store(epoch, std::memory_order_relaxed);
+  return direct;
+}
+
+void boxedOpKernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  OpEntry& entry = opEntry(op);
+  entry.count.fetch_add(1, std::memory_order_relaxed);
+  analyse(entry, op.schema());
+  if (C10_UNLIKELY(!entry.policy_checked.load(std::memory_order_acquire))) checkPolicy(entry);
+  if (C10_UNLIKELY(entry.refusal.has_value())) {
+    refuse(entry, op.schema(), torch::jit::last(*stack, op.schema().arguments().size()));
+  }
+  // The float64 rule sits in front of both executors, so host and lowered execution agree bit for bit.
+  if (emulateFp64(op, stack, [&](torch::jit::Stack* s) { execute(op, entry, s); })) return;
+  execute(op, entry, stack);
 }
 
 } // namespace torchneuron

@@ -4,12 +4,15 @@
 
 namespace torchneuron {
 
-// The boxed kernel behind every ATen op that has no neuron-specific kernel.
-void neuronFallback(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack);
+// The boxed kernel behind every ATen op that has no neuron-specific kernel (PyTorch's "backend fallback"
+// for PrivateUse1; not to be confused with torchneuron.fallback_ops(), the ops without a StableHLO lowering).
+// It counts the op, asks the op policy once, applies the float64 rule, then runs the op on the lowered-eager
+// executor when one is installed, else as its host kernel on the device buffers.
+void boxedOpKernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack);
 
 struct OpEntry;
 // Whether an unboxed kernel may run op on the host itself: no policy refusal and no lowered-eager executor
-// (otherwise it hands the call to neuronFallback). Also prepares the entry's schema facts.
+// (otherwise it hands the call to boxedOpKernel). Also prepares the entry's schema facts.
 bool directHostPath(const c10::OperatorHandle& op, OpEntry& entry);
 
 } // namespace torchneuron

@@ -171,7 +171,7 @@ struct HostKernel<Op, R(Args...)> {
   static R callImpl(c10::DispatchKeySet keys, std::index_sequence<I...>, Args&... args) {
     static OpEntry* const entry = &opEntry(handle());
     if (!directHostPath(handle(), *entry) || (Host<Args>::onDouble(args) || ...)) {
-      static const c10::BoxedKernel boxed = c10::BoxedKernel::makeFromFunction<&neuronFallback>();
+      static const c10::BoxedKernel boxed = c10::BoxedKernel::makeFromFunction<&boxedOpKernel>();
       return c10::impl::BoxedKernelWrapper<R(Args...)>::call(boxed, handle(), keys, std::forward<Args>(args)...);
     }
     entry->count.fetch_add(1, std::memory_order_relaxed);

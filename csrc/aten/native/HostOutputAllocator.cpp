@@ -2,6 +2,8 @@
 
 #include <c10/core/CPUAllocator.h>
 
+#include <atomic>
+
 #include "allocator/CachingAllocator.h"
 
 namespace torchneuron {
@@ -10,6 +12,7 @@ namespace {
 thread_local int t_capture_device = -1;
 thread_local int t_capture_stream = 0;
 c10::DeleterFnPtr g_cpu_raw_deleter = nullptr;
+std::atomic<c10::Allocator*> g_registered{nullptr};
 
 // raw_allocate()/raw_deallocate() users (oneDNN scratch buffers, ...) free through raw_deleter(), possibly
 // after the capture scope ended: route device blocks back to the caching allocator, the rest to the CPU's.
@@ -41,22 +44,24 @@ class HostOrDeviceAllocator final : public c10::Allocator {
   c10::Allocator* cpu_;
 };
 
+// Registered on the first host kernel (never at load: a process that does not use the neuron device keeps
+// PyTorch's CPU allocator untouched), above the default CPU allocator's priority; the allocator found then
+// stays the delegate. CPU tensors allocated before it was registered free through their own deleters.
 HostOrDeviceAllocator* installed() {
-  // Registered once, above the default CPU allocator's priority; the default stays the delegate.
   static HostOrDeviceAllocator* instance = [] {
     g_cpu_raw_deleter = c10::GetCPUAllocator()->raw_deleter();
     auto* a = new HostOrDeviceAllocator(c10::GetCPUAllocator());
     c10::SetCPUAllocator(a, /*priority=*/1);
+    g_registered.store(a);
     return a;
   }();
   return instance;
 }
-
-const bool g_installed = (installed(), true);
 } // namespace
 
 CaptureOutputsOnDevice::CaptureOutputsOnDevice(c10::DeviceIndex device, int stream_index)
     : prev_device_(t_capture_device), prev_stream_(t_capture_stream) {
+  (void)installed();
   t_capture_device = device;
   t_capture_stream = stream_index;
 }
@@ -67,6 +72,11 @@ CaptureOutputsOnDevice::~CaptureOutputsOnDevice() {
 }
 
 c10::Allocator* hostOutputAllocator() { return installed(); }
+
+bool capturesCpuAllocations() {
+  c10::Allocator* ours = g_registered.load();
+  return ours != nullptr && c10::GetCPUAllocator() == ours;
+}
 
 void retagAsDevice(c10::DataPtr& ptr, c10::DeviceIndex device) {
   ptr.unsafe_set_device(c10::Device(c10::DeviceType::PrivateUse1, device));

@@ -4,15 +4,16 @@
 // same cores, and OpenMP's spin-waiting turns that into ~10x slower kernels (a 32x64x32 bmm forward+backward:
 // ~7.7 ms instead of ~0.7 ms on two cores). A real NeuronCore has no such problem: the autograd thread only
 // launches work. So autograd's neuron threads get TORCHNEURON_AUTOGRAD_THREADS intra-op threads (default 1:
-// no second team); other threads keep PyTorch's setting.
+// no second team; read by torchneuron/_env.py and passed in at import); other threads keep PyTorch's setting.
 #include "aten/native/HostThreads.h"
 
 #include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
 
-#include <cstdlib>
+#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -28,13 +29,7 @@ bool isAutogradDeviceThread() {
   return std::strncmp(name, "pt_autograd_", 12) == 0;
 }
 
-int configuredThreads() {
-  const char* raw = std::getenv("TORCHNEURON_AUTOGRAD_THREADS");
-  if (raw == nullptr || *raw == '\0') return 1;
-  char* end = nullptr;
-  long n = std::strtol(raw, &end, 10);
-  return (end != raw && n >= 0) ? static_cast<int>(n) : 1;  // 0: leave PyTorch's setting alone
-}
+std::atomic<int> g_autograd_threads{1};  // 0: leave PyTorch's setting alone
 
 // Both libraries are already loaded by torch; RTLD_NOLOAD only finds them (never loads a second copy).
 template <typename Fn>
@@ -59,7 +54,12 @@ void prepareHostKernelThread() {
   if (prepared) return;
   prepared = true;
   if (!isAutogradDeviceThread()) return;
-  if (int n = configuredThreads(); n > 0) limitThisThread(n);
+  if (int n = g_autograd_threads.load(std::memory_order_relaxed); n > 0) limitThisThread(n);
+}
+
+void setAutogradThreadIntraOpThreads(int n) {
+  TORCH_CHECK(n >= 0, "neuron: the intra-op thread count of autograd's device threads must be >= 0, got ", n);
+  g_autograd_threads.store(n);
 }
 
 } // namespace torchneuron

@@ -6,4 +6,8 @@ namespace torchneuron {
 // thread's host kernels may use (see HostThreads.cpp).
 void prepareHostKernelThread();
 
+// Intra-op threads for host kernels on autograd's device threads (0: PyTorch's setting); threads that
+// already ran a host kernel keep what they got.
+void setAutogradThreadIntraOpThreads(int n);
+
 } // namespace torchneuron

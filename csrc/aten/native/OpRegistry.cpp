@@ -14,7 +14,15 @@ ska::flat_hash_map<const void*, OpEntry*> g_entries;  // keyed by the operator's
 std::vector<std::unique_ptr<OpEntry>> g_storage;
 std::atomic<OpPolicyFn> g_policy{nullptr};
 std::atomic<EagerExecutorFn> g_executor{nullptr};
+std::atomic<uint32_t> g_epoch{1};
+
+void nextEpoch() {
+  uint32_t next = g_epoch.load() + 1;
+  g_epoch.store(next == 0 ? 1 : next);
+}
 } // namespace
+
+uint32_t routingEpoch() { return g_epoch.load(std::memory_order_acquire); }
 
 OpEntry& lookupOrCreate(const c10::OperatorHandle& op, const void* key);
 
@@ -47,7 +55,10 @@ void setOpPolicy(OpPolicyFn fn) {
   resetOpPolicyDecisions();
 }
 
-void setEagerExecutor(EagerExecutorFn fn) { g_executor.store(fn); }
+void setEagerExecutor(EagerExecutorFn fn) {
+  g_executor.store(fn);
+  nextEpoch();
+}
 OpPolicyFn opPolicy() { return g_policy.load(std::memory_order_acquire); }
 EagerExecutorFn eagerExecutor() { return g_executor.load(std::memory_order_acquire); }
 
@@ -57,6 +68,7 @@ void resetOpPolicyDecisions() {
     e->policy_checked.store(false);
     e->refusal.reset();
   }
+  nextEpoch();
 }
 
 std::map<std::string, int64_t> executedOps() {

@@ -25,7 +25,13 @@ struct OpEntry {
   std::vector<bool> writes;         // argument i is mutated (Tensor(a!))
   std::vector<bool> is_generator;   // argument i is a Generator?
   std::vector<bool> is_index_list;  // argument i is Tensor?[] (indices may stay on the host, as on CUDA)
+  // The routing epoch (see routingEpoch) in which this op was found free to take the unboxed host path (no
+  // refusal, no executor); 0: not (yet) found so. One load and compare on the per-op path.
+  std::atomic<uint32_t> direct_epoch{0};
 };
+
+// Changes whenever the op policy or the eager executor does (never 0), so direct_epoch decisions expire.
+uint32_t routingEpoch();
 
 // Looked up once per call; entries live for the process.
 OpEntry& opEntry(const c10::OperatorHandle& op);

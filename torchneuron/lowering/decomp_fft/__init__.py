@@ -7,8 +7,9 @@ results, data movement (reshape, permute, slice, cat, where), ``neg``, ``mm``/``
 ``complex``, ``view_as_real``/``view_as_complex``, ``real``/``imag`` and real→complex casts do not lower.
 
 So complex values are built and taken apart with those pieces only (see ``_complex`` / ``_view_as_real``);
-complex ``mul``/``add``/``sub``/``div`` and ``abs`` become real arithmetic on the parts, and every DFT is a complex matrix product with a twiddle matrix built in the graph (sizes are static). A
-matmul DFT costs O(n²) instead of O(n log n), but it is one ``dot_general`` per transformed dimension — the
+complex ``mul``/``add``/``sub``/``div`` and ``abs`` become real arithmetic on the parts, and every DFT is a
+complex matrix product with a twiddle matrix built in the graph (sizes are static). A matmul DFT costs O(n²) instead
+of O(n log n), but it is one ``dot_general`` per transformed dimension — the
 shape TensorEngine is built for — and its float32 error stays ~sqrt(n)·eps·|x|.
 
 Known limit: building a complex value multiplies each part by 0 (``polar(x, 0)``, ``x·i``), so a non-finite

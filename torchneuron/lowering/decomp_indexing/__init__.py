@@ -10,13 +10,15 @@ Building blocks:
   to the left" (cumprod, cummax/cummin and segmented reductions); O(n log n) work, O(n) memory, exact for
   associative combines (products round in tree order instead of left-to-right).
 - ``_segment_reduce_flat``: a reduction of values grouped by integer keys (scatter_reduce / index_reduce with
-  prod/amax/amin): sort by key (the order within a key does not matter: the ops commute), segmented scan, then each segment's last element is written with a
-  scatter in which every target slot receives exactly one write (the others go to a dropped dummy slot), so
+  prod/amax/amin): sort by key (the order within a key does not matter: the ops commute), segmented scan,
+  then each segment's last element is written with a scatter in which every target slot receives exactly one write
+  (the others go to a dropped dummy slot), so
   XLA's unspecified order of duplicate scatter writes never matters.
 - ``_binary_search``: a vectorised lower/upper bound, ceil(log2(n+1)) gather steps, the same predicate as
   PyTorch's kernel (so NaN queries land where PyTorch puts them).
 - ``_stable_sort_last``: a stable, NaN-last sort from two sorts torch-mlir lowers (its own is unstable and
-  mishandles NaN), for mode and nanmedian, whose indices depend on the order of ties.
+  mishandles NaN), for ``sort(stable=True)``, mode, median, kthvalue and nanmedian, whose indices depend on
+  the order of ties.
 
 Costs are O(n log n) or O(n * log bins) in time and O(n) in memory; nothing builds an n x m one-hot.
 """
@@ -31,14 +33,13 @@ from .hash_tensor import _hash_tensor
 from .histogram import (_histc, _histogram_bin_ct, _histogram_bins_tensor, _histogramdd_bin_edges,
                         _histogramdd_from_bin_cts, _histogramdd_from_bin_tensors)
 from .nonzero import _nonzero_static
-from .scans import _cum_extreme, _cumprod
+from .scans import _cum_extreme, _cumprod, _logcumsumexp
 from .scatter import _index_reduce, _scatter_legacy_reduce, _scatter_reduce, _scatter_value_reduce
 from .scatter_views import _as_strided_scatter, _diagonal_scatter
 from .search import _searchsorted, _searchsorted_scalar
 from .segment_reduce import _segment_reduce
 from .slicing import _narrow_copy, _roll
-from .sorting import _mode, _nanmedian, _nanmedian_dim
-from .sorting import _stable_sort_last  # noqa: F401  (decompositions.py imports it from here)
+from .sorting import _kthvalue, _median, _median_dim, _mode, _nanmedian, _nanmedian_dim, _stable_sort_ascending
 from .take_put import _index_put_mask, _put, _take
 
 aten = torch.ops.aten
@@ -46,6 +47,11 @@ aten = torch.ops.aten
 
 def table() -> dict[torch._ops.OperatorBase, Callable]:
     return {
+        aten.sort.stable: _stable_sort_ascending,
+        aten.kthvalue.default: _kthvalue,
+        aten.median.dim: _median_dim,
+        aten.median.default: _median,
+        aten.logcumsumexp.default: _logcumsumexp,
         aten.cumprod.default: _cumprod,
         aten.cummax.default: _cum_extreme(torch.ge),
         aten.cummin.default: _cum_extreme(torch.le),

@@ -1,4 +1,4 @@
-"""cumprod and cummax/cummin as log-step scans."""
+"""cumprod and cummax/cummin as log-step scans; logcumsumexp without overflow."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from collections.abc import Callable
 import torch
 
 from ._common import _along, _arange, _scan
+
+aten = torch.ops.aten
 
 
 def _cumprod(self, dim, *, dtype=None):
@@ -44,3 +46,13 @@ def _cum_extreme(take_right: Callable) -> Callable:
         return values, indices.clone()
 
     return decomp
+
+
+def _logcumsumexp(x, dim):
+    """log(cumsum(exp(x - m))) + m with m the (finite) maximum along ``dim``; torch-mlir's own lowering
+    overflows to inf."""
+    if x.dim() == 0:
+        return NotImplemented
+    m = aten.amax.default(x, [dim], True)
+    m = aten.where.self(aten.isfinite.default(m), m, aten.zeros_like.default(m))
+    return aten.add.Tensor(aten.log.default(aten.cumsum.default(aten.exp.default(aten.sub.Tensor(x, m)), dim)), m)

@@ -1,4 +1,5 @@
-"""Sort-based selection: a stable NaN-last sort (``_stable_sort_last``), mode and nanmedian."""
+"""Sort-based selection: a stable NaN-last sort (``_stable_sort_last``) and the stable ascending ``sort``
+built on it, mode, nanmedian, median and kthvalue."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import math
 import torch
 
 from ._common import _arange, _scan
+
+aten = torch.ops.aten
 
 
 def _stable_sort_last(x):
@@ -110,3 +113,39 @@ def _nanmedian(self):
     if self.numel() == 0:
         return NotImplemented
     return _nanmedian_dim(self.reshape(-1), 0)[0]
+
+
+def _kthvalue(x, k, dim=-1, keepdim=False):
+    """k-th smallest via a stable sort (torch-mlir has no kthvalue lowering)."""
+    if x.dim() == 0:
+        return NotImplemented
+    values, indices = aten.sort.stable(x, stable=True, dim=dim)
+    v = aten.select.int(values, dim, k - 1)
+    i = aten.select.int(indices, dim, k - 1)
+    if keepdim:
+        v, i = aten.unsqueeze.default(v, dim), aten.unsqueeze.default(i, dim)
+    return v, i
+
+
+def _median_dim(x, dim=-1, keepdim=False):
+    if x.dim() == 0:
+        return NotImplemented
+    return _kthvalue(x, (x.shape[dim] - 1) // 2 + 1, dim, keepdim)
+
+
+def _median(x):
+    if x.numel() == 0:
+        return NotImplemented
+    flat = aten.reshape.default(x, [-1])
+    return _kthvalue(flat, (flat.shape[0] - 1) // 2 + 1, 0, False)[0]
+
+
+def _stable_sort_ascending(x, *, stable=None, dim=-1, descending=False):
+    """torch-mlir lowers ``sort`` unstably with a comparator that mishandles NaN: a stable ascending sort is
+    built from sorts it does lower (NaN last, ties in index order, as PyTorch); descending keeps the plain
+    sort."""
+    if descending or x.dim() == 0:
+        return aten.sort.default(x, dim, descending)
+    moved = x.movedim(dim, -1)
+    values, indices = _stable_sort_last(moved)
+    return values.movedim(-1, dim), indices.movedim(-1, dim)

@@ -1,23 +1,11 @@
-"""Helpers shared by the nn.functional decompositions: argument normalisation, static-shape
-constructors and the accumulation-dtype casts."""
+"""Helpers shared by the nn.functional decompositions: static-shape constructors, the accumulation-dtype
+casts and indexing along a dim (helpers other families use too are in ``lowering/decomp_common.py``)."""
 
 from __future__ import annotations
 
 import torch
 
 aten = torch.ops.aten
-
-
-def _tuple(v, n: int) -> list[int]:
-    """An ``int[n]`` argument as a list of n ints (ATen accepts one value for all dims)."""
-    v = list(v) if isinstance(v, (list, tuple)) else [v]
-    return v * n if len(v) == 1 else v
-
-
-def _zeros(shape, dtype, device=None):
-    """A zero tensor built from a broadcast scalar (lowers for any shape, including zero-size ones)."""
-    zero = aten.scalar_tensor.default(0, dtype=dtype, device=device)
-    return aten.clone.default(aten.expand.default(zero, list(shape)))
 
 
 def _arange(n: int, device=None):

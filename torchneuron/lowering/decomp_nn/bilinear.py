@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from ._common import _zeros
+from ..decomp_common import zeros
 
 aten = torch.ops.aten
 
@@ -28,7 +28,7 @@ def _trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
     out_shape = [size[d] for d in kept]
     if math.prod(out_shape) == 0 or any(t.numel() == 0 for t in (i1, i2, i3)):
         # zero-size operands: a sum over an empty range is 0 (torch-mlir mis-types zero-size contractions)
-        return _zeros(out_shape, i1.dtype, i1.device)
+        return zeros(out_shape, i1.dtype, i1.device)
     out = aten.einsum.default(
         f"{specs[0]},{specs[1]},{specs[2]}->" + "".join(letters[d] for d in kept if letters[d] in present),
         [i1, i2, i3])

@@ -6,7 +6,8 @@ import math
 
 import torch
 
-from ._common import _acc_dtype, _arange, _cast, _size_at, _tuple, _zeros
+from ..decomp_common import int_list, zeros
+from ._common import _acc_dtype, _arange, _cast, _size_at
 
 aten = torch.ops.aten
 
@@ -21,7 +22,7 @@ def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_
     if not transposed or not any(output_padding):
         return NotImplemented
     nd = x.dim() - 2
-    st, p, op = _tuple(stride, nd), _tuple(padding, nd), _tuple(output_padding, nd)
+    st, p, op = int_list(stride, nd), int_list(padding, nd), int_list(output_padding, nd)
     acc = _acc_dtype(x.dtype)
     xa, wa = _cast(x, acc), _cast(weight, acc)
     if acc != x.dtype and any(o >= s for o, s in zip(op, st)):
@@ -44,7 +45,7 @@ def _transposed_output_padding(x, weight, stride, p, dilation, op, groups):
             y = aten.slice.Tensor(y, dim, crop, y.shape[dim])
         extend = max(op[i] - p[i], 0)
         if extend:
-            y = aten.cat.default([y, _zeros(_size_at(y, dim, extend), y.dtype, y.device)], dim)
+            y = aten.cat.default([y, zeros(_size_at(y, dim, extend), y.dtype, y.device)], dim)
     return y
 
 

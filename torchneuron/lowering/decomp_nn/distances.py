@@ -1,10 +1,11 @@
-"""Condensed pairwise distances (``pdist``)."""
+"""Pairwise distances: condensed (``pdist``) and between two sets (``cdist``)."""
 
 from __future__ import annotations
 
 import torch
 
-from ._common import _arange, _cast, _zeros
+from ..decomp_common import zeros
+from ._common import _arange, _cast
 
 aten = torch.ops.aten
 
@@ -15,7 +16,7 @@ def _pdist(x, p=2.0):
     n, m = x.shape
     pairs = n * (n - 1) // 2
     if pairs == 0 or m == 0:
-        return _zeros([pairs], x.dtype, x.device)
+        return zeros([pairs], x.dtype, x.device)
     # pair t belongs to the row i with f(i) <= t < f(i+1), f(i) = i*n - i*(i+1)/2 pairs before row i;
     # counting the rows whose first pair is <= t finds i without any data-dependent step
     t = aten.unsqueeze.default(_arange(pairs, x.device), 1)
@@ -36,4 +37,19 @@ def _pdist(x, p=2.0):
         return aten.sum.dim_IntList(a, [-1])
     if p == 2:
         return aten.sqrt.default(aten.sum.dim_IntList(aten.mul.Tensor(diff, diff), [-1]))
+    return aten.pow.Tensor_Scalar(aten.sum.dim_IntList(aten.pow.Tensor_Scalar(a, p), [-1]), 1.0 / p)
+
+
+def _cdist(x1, x2, p, compute_mode=None):
+    """Pairwise p-norm distances by broadcasting (torch-mlir has no ``_cdist_forward``)."""
+    d = aten.sub.Tensor(aten.unsqueeze.default(x1, -2), aten.unsqueeze.default(x2, -3))
+    a = aten.abs.default(d)
+    if p == 0:
+        return aten.sum.dim_IntList(aten._to_copy.default(aten.ne.Scalar(a, 0), dtype=x1.dtype), [-1])
+    if p == float("inf"):
+        return aten.amax.default(a, [-1])
+    if p == 2:
+        return aten.sqrt.default(aten.sum.dim_IntList(aten.mul.Tensor(d, d), [-1]))
+    if p == 1:
+        return aten.sum.dim_IntList(a, [-1])
     return aten.pow.Tensor_Scalar(aten.sum.dim_IntList(aten.pow.Tensor_Scalar(a, p), [-1]), 1.0 / p)

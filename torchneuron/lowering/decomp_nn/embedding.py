@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import torch
 
-from ._common import _acc_dtype, _arange, _cast, _zeros
+from ..decomp_common import zeros
+from ._common import _acc_dtype, _arange, _cast
 
 aten = torch.ops.aten
 
@@ -63,10 +64,10 @@ def _embedding_bag(forward_only: bool) -> Callable:
         count = _cast(count, idt)
         if mode == 0:  # sum: the kernel fills no bag sizes, and offset2bag only with a padding index
             aux = offsets.shape[0] if forward_only else bags
-            bag_size = _zeros([aux], idt, dev)
-            max_indices = _zeros([aux], idt, dev)
+            bag_size = zeros([aux], idt, dev)
+            max_indices = zeros([aux], idt, dev)
             offset2bag = _cast(bag_of, idt) if padding_idx is not None and padding_idx >= 0 \
-                else _zeros([0], idt, dev)
+                else zeros([0], idt, dev)
         else:
             bag_size = count
             offset2bag = _cast(bag_of, idt)

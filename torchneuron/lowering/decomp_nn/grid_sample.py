@@ -6,7 +6,8 @@ import math
 
 import torch
 
-from ._common import _cast, _zeros
+from ..decomp_common import zeros
+from ._common import _cast
 
 aten = torch.ops.aten
 
@@ -65,7 +66,7 @@ def _grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
     n, c = input.shape[:2]
     out_sp = list(grid.shape[1:-1])
     if input.numel() == 0 or grid.numel() == 0:
-        return _zeros([n, c] + out_sp, input.dtype, input.device)
+        return zeros([n, c] + out_sp, input.dtype, input.device)
     acc = input.dtype
     g = aten.reshape.default(_cast(grid, acc), [n, -1, nd])  # [n, P, (x, y[, z])]
     axis_size = sizes[::-1]  # grid axis a (x, y, z) indexes spatial dim nd-1-a

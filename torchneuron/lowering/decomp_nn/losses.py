@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ._common import _acc_dtype, _arange, _cast, _zeros
+from ..decomp_common import zeros
+from ._common import _acc_dtype, _arange, _cast
 
 aten = torch.ops.aten
 
@@ -50,11 +51,11 @@ def _linear_cross_entropy_chunked(input, linear_weight, target, linear_bias, wei
                                       aten.unsqueeze.default(safe, 1)), logits.dtype)
         g = aten.mul.Tensor(aten.sub.Tensor(prob, onehot), aten.unsqueeze.default(scale, 1))  # dloss/dlogits
     grad_input = _cast(aten.mm.default(g, _cast(linear_weight, g.dtype)), dt) if compute_input_grad \
-        else _zeros([0, 0], dt, input.device)
+        else zeros([0, 0], dt, input.device)
     grad_lw = _cast(aten.mm.default(aten.t.default(g), _cast(input, g.dtype)), dt) if compute_linear_weight_grad \
-        else _zeros([0, 0], dt, input.device)
+        else zeros([0, 0], dt, input.device)
     grad_lb = _cast(aten.sum.dim_IntList(g, [0]), dt) if compute_linear_bias_grad \
-        else _zeros([0], dt, input.device)
+        else zeros([0], dt, input.device)
     return _cast(total, dt), grad_input, grad_lw, grad_lb
 
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import torch
 
-from ._common import _size_at, _zeros
+from ..decomp_common import zeros
+from ._common import _size_at
 
 aten = torch.ops.aten
 
@@ -29,7 +30,7 @@ def _pad_dim(x, dim: int, left: int, right: int, mode: str):
     if x.numel() == 0:
         shape = list(x.shape)
         shape[dim] = n + left + right
-        return _zeros(shape, x.dtype, x.device)
+        return zeros(shape, x.dtype, x.device)
     middle = aten.slice.Tensor(x, dim, max(0, -left), n - max(0, -right))
     parts = []
     if left > 0:

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..decompositions import _pool_out  # PyTorch's pooling output size (ceil mode included)
-from ._common import _acc_dtype, _arange, _cast, _select_along, _tuple, _zeros
+from ..decomp_common import int_list, pool_out, zeros
+from ._common import _acc_dtype, _arange, _cast, _select_along
 
 aten = torch.ops.aten
 
@@ -42,12 +42,12 @@ def _adaptive_avg_pool(nd: int, native: bool) -> Callable:
     """Adaptive average pooling over the last ``nd`` dims, separably (see ``_adaptive_avg_along``), in the
     accumulation dtype. ``native``: torch-mlir lowers the case where every window tiles its dim itself."""
     def decomp(x, output_size):
-        out_size = _tuple(output_size, nd)
+        out_size = int_list(output_size, nd)
         spatial = list(x.shape[-nd:])
         if native and all(n % o == 0 for n, o in zip(spatial, out_size)) and x.numel() > 0:
             return NotImplemented
         if x.numel() == 0 or 0 in out_size:
-            return _zeros(list(x.shape[:-nd]) + out_size, x.dtype, x.device)
+            return zeros(list(x.shape[:-nd]) + out_size, x.dtype, x.device)
         y = _cast(x, _acc_dtype(x.dtype))
         for i in range(nd):
             y = _adaptive_avg_along(y, x.dim() - nd + i, out_size[i])
@@ -61,16 +61,16 @@ def _avg_pool3d(x, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_
     counts PyTorch uses (a convolution of the validity mask), which covers ceil mode, count_include_pad and
     divisor_override; torch-mlir's reduce_window lowering mis-sizes ceil-mode windows."""
     nd = 3
-    k, p = _tuple(kernel_size, nd), _tuple(padding, nd)
-    st = _tuple(stride, nd) if stride else k
+    k, p = int_list(kernel_size, nd), int_list(padding, nd)
+    st = int_list(stride, nd) if stride else k
     unbatched = x.dim() == nd + 1
     if unbatched:
         x = aten.unsqueeze.default(x, 0)
     n, c = x.shape[:2]
     sizes = list(x.shape[2:])
-    outs = [_pool_out(sizes[i], k[i], st[i], p[i], 1, ceil_mode) for i in range(nd)]
+    outs = [pool_out(sizes[i], k[i], st[i], p[i], 1, ceil_mode) for i in range(nd)]
     if x.numel() == 0:
-        out = _zeros([n, c] + outs, x.dtype, x.device)
+        out = zeros([n, c] + outs, x.dtype, x.device)
         return aten.squeeze.dim(out, 0) if unbatched else out
     extra = [max(0, (outs[i] - 1) * st[i] + k[i] - (sizes[i] + 2 * p[i])) for i in range(nd)]
     acc = _acc_dtype(x.dtype)
@@ -147,13 +147,13 @@ def _max_pool3d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mod
     """3-d max pooling with indices by gathering every window (static positions) and reducing; torch-mlir
     has no lowering for ``max_pool3d_with_indices``."""
     nd = 3
-    k, p, d = _tuple(kernel_size, nd), _tuple(padding, nd), _tuple(dilation, nd)
-    st = _tuple(stride, nd) if stride else k
+    k, p, d = int_list(kernel_size, nd), int_list(padding, nd), int_list(dilation, nd)
+    st = int_list(stride, nd) if stride else k
     sizes = list(x.shape[-nd:])
-    outs = [_pool_out(sizes[i], k[i], st[i], p[i], d[i], ceil_mode) for i in range(nd)]
+    outs = [pool_out(sizes[i], k[i], st[i], p[i], d[i], ceil_mode) for i in range(nd)]
     lead = list(x.shape[:-nd])
     if x.numel() == 0:
-        return _zeros(lead + outs, x.dtype, x.device), _zeros(lead + outs, torch.int64, x.device)
+        return zeros(lead + outs, x.dtype, x.device), zeros(lead + outs, torch.int64, x.device)
     # coordinates in the unpadded input; out-of-range ones (padding, ceil overhang) are clamped for the
     # gather and masked out of the maximum
     coords, valid = [], None
@@ -179,11 +179,11 @@ def _adaptive_max_pool3d(x, output_size):
     """Adaptive 3-d max pooling with indices: each window gathered at static positions (windows shorter than
     the longest repeat their last element, which changes neither the maximum nor its first index)."""
     nd = 3
-    outs = _tuple(output_size, nd)
+    outs = int_list(output_size, nd)
     sizes = list(x.shape[-nd:])
     lead = list(x.shape[:-nd])
     if x.numel() == 0 or 0 in outs:
-        return _zeros(lead + outs, x.dtype, x.device), _zeros(lead + outs, torch.int64, x.device)
+        return zeros(lead + outs, x.dtype, x.device), zeros(lead + outs, torch.int64, x.device)
     positions = []
     for i in range(nd):
         bounds = _adaptive_bounds(sizes[i], outs[i])
@@ -204,14 +204,14 @@ def _fractional_max_pool(nd: int) -> Callable:
     a = (L - k) / (O - 1), the last window ending at L, computed in the input dtype like the CPU kernel.
     The k-wide windows are then gathered from each flattened plane and reduced as in max pooling."""
     def decomp(x, kernel_size, output_size, random_samples):
-        k, outs = _tuple(kernel_size, nd), _tuple(output_size, nd)
+        k, outs = int_list(kernel_size, nd), int_list(output_size, nd)
         batched = x.dim() == nd + 2
         if not batched:
             x = aten.unsqueeze.default(x, 0)
         n, c = x.shape[:2]
         sizes = list(x.shape[2:])
         if x.numel() == 0 or 0 in outs:
-            vals, idx = _zeros([n, c] + outs, x.dtype, x.device), _zeros([n, c] + outs, torch.int64, x.device)
+            vals, idx = zeros([n, c] + outs, x.dtype, x.device), zeros([n, c] + outs, torch.int64, x.device)
         else:
             # the sample for spatial dim i: the kernel reads width first in 2-d (w, h), depth first in 3-d
             order = [1, 0] if nd == 2 else [0, 1, 2]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ._common import _arange, _select_along, _size_at, _tuple, _zeros
+from ..decomp_common import int_list, zeros
+from ._common import _arange, _select_along, _size_at
 
 aten = torch.ops.aten
 
@@ -13,14 +14,14 @@ def _im2col(x, kernel_size, dilation, padding, stride):
     """``unfold`` (im2col): zero-pad, gather every block row/column at static positions, and lay the
     kernel offsets out as channels; PyTorch's own decomposition leaves an in-place copy after
     functionalization."""
-    k, d, p, s = _tuple(kernel_size, 2), _tuple(dilation, 2), _tuple(padding, 2), _tuple(stride, 2)
+    k, d, p, s = int_list(kernel_size, 2), int_list(dilation, 2), int_list(padding, 2), int_list(stride, 2)
     batched = x.dim() == 4
     if not batched:
         x = aten.unsqueeze.default(x, 0)
     n, c, h, w = x.shape
     outs = [(size + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i, size in enumerate((h, w))]
     if x.numel() == 0:
-        out = _zeros([n, c * k[0] * k[1], outs[0] * outs[1]], x.dtype, x.device)
+        out = zeros([n, c * k[0] * k[1], outs[0] * outs[1]], x.dtype, x.device)
         return out if batched else aten.squeeze.dim(out, 0)
     xp = aten.constant_pad_nd.default(x, [p[1], p[1], p[0], p[0]], 0.0)
     pos = []
@@ -44,7 +45,7 @@ def _unfold_copy(x, dimension, size, step):
     count = (x.shape[dim] - size) // step + 1
     if x.numel() == 0 or count * size == 0:
         shape = _size_at(x, dim, count) + [size]
-        return _zeros(shape, x.dtype, x.device)
+        return zeros(shape, x.dtype, x.device)
     o = aten.unsqueeze.default(_arange(count, x.device), 1)
     j = aten.unsqueeze.default(_arange(size, x.device), 0)
     y = _select_along(x, dim, aten.add.Tensor(aten.mul.Tensor(o, step), j))

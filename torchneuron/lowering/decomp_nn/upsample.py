@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ._common import _acc_dtype, _arange, _cast, _zeros
+from ..decomp_common import zeros
+from ._common import _acc_dtype, _arange, _cast
 
 aten = torch.ops.aten
 
@@ -31,7 +32,7 @@ def _upsample_bilinear2d_aa(x, output_size, align_corners, scales_h=None, scales
     oh, ow = output_size
     h, w = x.shape[-2:]
     if x.numel() == 0 or oh * ow == 0:
-        return _zeros(list(x.shape[:-2]) + [oh, ow], x.dtype, x.device)
+        return zeros(list(x.shape[:-2]) + [oh, ow], x.dtype, x.device)
     wh = _aa_weights(h, oh, align_corners, scales_h, x.device)
     ww = _aa_weights(w, ow, align_corners, scales_w, x.device)
     acc = _acc_dtype(x.dtype)

@@ -3,66 +3,60 @@
 On the sim, a neuron tensor's storage is host RAM owned by the runtime. ``host_view`` gives a CPU tensor
 aliasing it (same sizes/strides/offset) and ``adopt`` turns a CPU tensor (an XLA output buffer) into a
 neuron tensor that owns it: no copies either way. Both come from the device layer (``torchneuron._C``);
-CPU tensors pass through unchanged, so lowering and the compiler also work without the device.
+CPU tensors pass through unchanged, so lowering and the compiler also work on CPU tensors.
 """
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 
 import torch
 
-
-@functools.cache
-def _c():
-    try:
-        from .. import _C  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return _C if hasattr(_C, "_host_view") else None
+from .. import _C
 
 
-def is_neuron(t: torch.Tensor) -> bool:
-    return t.device.type == "neuron"
+def _index(device: torch.device) -> int:
+    return device.index if device.index is not None else 0
+
+
+def _require_neuron(t: torch.Tensor) -> None:
+    if t.device.type != "neuron":
+        raise RuntimeError(f"torchneuron: cannot read a {t.device} tensor on the host; lowered programs take "
+                           "neuron tensors (sim runtime) or CPU tensors")
 
 
 def host_view(t: torch.Tensor) -> torch.Tensor:
     if t.device.type == "cpu":
         return t
-    c = _c()
-    if c is None or t.device.type != "neuron":
-        raise RuntimeError(f"torchneuron: cannot read a {t.device} tensor on the host; lowered programs take "
-                           "neuron tensors (sim runtime) or CPU tensors")
-    return c._host_view(t)
+    _require_neuron(t)
+    return _C._host_view(t)
 
 
 def adopt(cpu: torch.Tensor, device: torch.device) -> torch.Tensor:
     if device.type == "cpu":
         return cpu
-    c = _c()
-    if c is None:
-        raise RuntimeError("torchneuron._C is not available: cannot hand results back as neuron tensors")
-    return c._adopt_host_tensor(cpu, device.index if device.index is not None else 0)
+    return _C._adopt_host_tensor(cpu, _index(device))
 
 
-def host_views(device: torch.device):
+def device_of_inputs(ins: list[torch.Tensor]) -> torch.device:
+    """The device a compiled program runs on: its first input's, or the current neuron device."""
+    return ins[0].device if ins else torch.device("neuron", torch.neuron.current_device())
+
+
+def _same(t: torch.Tensor) -> torch.Tensor:
+    return t
+
+
+def host_views(device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
     """A function mapping tensors to host views, specialised for the device (no per-call branching)."""
-    if device.type == "cpu":
-        return lambda t: t
-    c = _c()
-    if c is None:
-        raise RuntimeError("torchneuron._C is not available: cannot read neuron tensors on the host")
-    return c._host_view
+    return _same if device.type == "cpu" else _C._host_view
 
 
-def adopter(device: torch.device):
+def adopter(device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
     if device.type == "cpu":
-        return lambda t: t
-    c = _c()
-    if c is None:
-        raise RuntimeError("torchneuron._C is not available: cannot hand results back as neuron tensors")
-    index = device.index if device.index is not None else 0
-    adopt_ = c._adopt_host_tensor
+        return _same
+    index = _index(device)
+    adopt_ = _C._adopt_host_tensor
     return lambda t: adopt_(t, index)
 
 
@@ -81,23 +75,21 @@ def execute(executable, flat: list[torch.Tensor], device: torch.device, mutated:
     targets = flat if write_back is None else write_back
     for idx, out in zip(mutated, outs[n:]):
         view(targets[idx]).copy_(out)
-    adopt = adopter(device)
-    return [adopt(o) for o in outs[:n]]
+    adopt_ = adopter(device)
+    return [adopt_(o) for o in outs[:n]]
 
 
 def drain(device: torch.device) -> None:
     """Wait for earlier work queued on the device's current stream (async copies) before reading its memory
     on the host."""
-    c = _c()
-    if c is not None:
-        c._drain_current_stream(device.index if device.index is not None else 0)
+    _C._drain_current_stream(_index(device))
 
 
-def outputs_on_device(index: int):
+def outputs_on_device(index: int) -> _C._OutputsOnDevice:
     """Context manager: the calling thread's CPU allocations come from neuron device ``index`` (as inside a
     host kernel); results made there are handed over with ``from_host_result``."""
-    return _c()._OutputsOnDevice(index)
+    return _C._OutputsOnDevice(index)
 
 
 def from_host_result(t: torch.Tensor, index: int) -> torch.Tensor:
-    return _c()._from_host_result(t, index)
+    return _C._from_host_result(t, index)

@@ -1,4 +1,4 @@
-"""The models the end-to-end tests and benchmarks/train_step.py train: what a user's script would define."""
+"""Small models a user's script would define, trained by the end-to-end tests and by benchmarks/train_step.py."""
 
 from __future__ import annotations
 
