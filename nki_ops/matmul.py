@@ -4,7 +4,8 @@
 partitions; each output tile [128, 512] accumulates its K/128 partial products in one PSUM bank (the first
 matmul of the group overwrites, later ones add). A block of `rhs` columns is loaded into SBUF once and reused
 for every row tile of the output, so HBM traffic is one pass over each input, and the Tensor engine, not DMA,
-bounds it.
+bounds it. lhsT is loaded LHS_BLOCK columns at a time (1 KiB per partition in bf16): 128-column loads would
+be 256-byte DMA descriptors, which spend most of the DMA time on per-descriptor overhead.
 
 `gemm_kernel(a, b, bias, transpose_a, transpose_b, activation, save_pre)`: act(op(a) @ op(b) + bias), the
 general form the linear layers use. An operand whose contraction dim is its last one ([M, K] for a, [N, K]
@@ -26,6 +27,7 @@ TILE_K = 128   # partitions: the contraction per matmul instruction
 TILE_M = 128   # stationary free size
 TILE_N = 512   # moving free size: one PSUM bank of fp32
 RHS_BLOCK_BYTES = 96 * 1024  # SBUF per partition given to the resident rhs block
+LHS_BLOCK = 4 * TILE_M       # lhsT columns per load
 
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 
@@ -67,20 +69,25 @@ def matmul_kernel(lhsT, rhs):
         for kt in range(k_tiles):
             kk = min(TILE_K, K - kt * TILE_K)
             nisa.dma_copy(dst=rhs_sb[0:kk, kt, :], src=rhs[kt * TILE_K:kt * TILE_K + kk, n0:n0 + nb])
-        # double-buffer the stationary blocks: block m+1 is requested before block m's result is stored,
+        # double-buffer the stationary blocks: block b+1 is requested before block b's results are stored,
         # so the in-order DMA queues never hold the next load behind a store that waits on the matmuls
-        lhs_next = _load_lhs(lhsT, 0, min(TILE_M, M), k_tiles)
-        for m0 in range(0, M, TILE_M):
-            mm = min(TILE_M, M - m0)
+        lhs_next = _load_lhs(lhsT, 0, min(LHS_BLOCK, M), k_tiles)
+        for b0 in range(0, M, LHS_BLOCK):
             lhs_sb = lhs_next
-            if m0 + TILE_M < M:
-                lhs_next = _load_lhs(lhsT, m0 + TILE_M, min(TILE_M, M - m0 - TILE_M), k_tiles)
-            res_sb = nl.ndarray((mm, nb), lhsT.dtype, buffer=nl.sbuf)
-            for j0 in range(0, nb, TILE_N):
-                nn = min(TILE_N, nb - j0)
-                acc = _accumulate(lhs_sb, rhs_sb, K, j0, mm, nn)
-                nisa.tensor_copy(dst=res_sb[:, j0:j0 + nn], src=acc)
-            nisa.dma_copy(dst=out[m0:m0 + mm, n0:n0 + nb], src=res_sb)
+            if b0 + LHS_BLOCK < M:
+                lhs_next = _load_lhs(lhsT, b0 + LHS_BLOCK, min(LHS_BLOCK, M - b0 - LHS_BLOCK), k_tiles)
+            for m0 in range(b0, min(b0 + LHS_BLOCK, M), TILE_M):
+                mm = min(TILE_M, M - m0)
+                res_sb = nl.ndarray((mm, nb), lhsT.dtype, buffer=nl.sbuf)
+                for j0 in range(0, nb, TILE_N):
+                    nn = min(TILE_N, nb - j0)
+                    acc = nl.ndarray((mm, nn), nl.float32, buffer=nl.psum)
+                    for kt in range(k_tiles):
+                        kk = min(TILE_K, K - kt * TILE_K)
+                        nisa.nc_matmul(dst=acc, stationary=lhs_sb[0:kk, kt, m0 - b0:m0 - b0 + mm],
+                                       moving=rhs_sb[0:kk, kt, j0:j0 + nn])
+                    nisa.tensor_copy(dst=res_sb[:, j0:j0 + nn], src=acc)
+                nisa.dma_copy(dst=out[m0:m0 + mm, n0:n0 + nb], src=res_sb)
     return out
 
 

@@ -21,6 +21,9 @@ LEGACY_KERNEL = textwrap.dedent('''
     import neuronxcc.nki as nki
     import neuronxcc.nki.language as nl
     from neuronxcc.nki import isa as nisa
+    from neuronxcc.nki.isa.constants import oob_mode  # the ISA enums as their own module
+
+    assert oob_mode.error is nisa.oob_mode.error
 
     @nki.jit(mode="simulation")
     def tensor_add_kernel(a_input, b_input):
@@ -37,6 +40,9 @@ CURRENT_KERNEL = textwrap.dedent('''
     import nki
     import nki.isa as nisa
     import nki.language as nl
+    from nki.isa.constants import dge_mode
+
+    assert dge_mode.hwdge is nisa.dge_mode.hwdge
 
     @nki.jit
     def exp_kernel(x):

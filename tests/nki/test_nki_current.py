@@ -123,16 +123,25 @@ def test_views_and_access_patterns() -> None:
     np.testing.assert_array_equal(got[6], x)
 
 
-def test_integer_indexing_rules_on_chip() -> None:
+def test_integer_indexing_rules() -> None:
     @nki.jit
-    def k(x):
+    def k(x, v, c):
         t = nl.ndarray((64, 8, 32), nl.float32, buffer=nl.sbuf)
         assert t[:, 0, 10].shape == (64, 1)       # would drop below 2-D: the last integer is kept
         assert t[3].shape == (1, 8, 32)          # an integer on the partition dim keeps size 1
         assert t[:, 2].shape == (64, 32)         # an integer on a free dim disappears
-        assert x[0].shape == (32,)               # HBM indexing is NumPy's
+        # HBM: integers drop, but a result of a >= 2-D tensor stays 2-D
+        assert x[0].shape == (1, 32) and x[0:4, 3].shape == (4, 1) and x[1, 2].shape == (1, 1)
+        assert c[1].shape == (4, 32) and c[1, 0:2].shape == (2, 32) and c[1, 0:2, 5].shape == (2, 1)
+        assert v[3].shape == () and v[0:2].shape == (2,)     # a 1-D tensor indexes as NumPy does
+        col = nl.load(x[0:4, 3])                  # a column loads as a column
+        assert col.shape == (4, 1)
+        out = nl.ndarray((4, 1), nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, col)
+        return out
 
-    nki.simulate(k)(f32(4, 32))
+    x = f32(4, 32)
+    np.testing.assert_array_equal(nki.simulate(k)(x, f32(8), f32(3, 4, 32)), x[:, 3:4])
 
 
 def test_vector_offset_gather() -> None:

@@ -358,7 +358,11 @@ def test_sbuf_capacity_per_target(monkeypatch: pytest.MonkeyPatch) -> None:
     def k(a):
         keep = []
         for _ in range(50):  # 50 x 4 KiB per partition = 200 KiB: fits trn2 (208 KiB), not trn1 (176 KiB)
-            keep.append(nl.ndarray((128, 1024), nl.float32, buffer=nl.sbuf))  # BAD
+            t = nl.ndarray((128, 1024), nl.float32, buffer=nl.sbuf)  # BAD
+            nisa.memset(dst=t, value=1.0)
+            keep.append(t)
+        for t in keep:  # every tile is used again at the end: all 50 are live together
+            nisa.activation(dst=t, op=nl.exp, data=t)
         return None
 
     nki.simulate(k)(A)
@@ -389,9 +393,12 @@ def test_sbuf_space_is_reused_when_tiles_die() -> None:
 def test_psum_capacity() -> None:
     @nki.jit
     def k(a):
-        banks = [nl.ndarray((128, 512), nl.float32, buffer=nl.psum) for _ in range(8)]
-        extra = nl.ndarray((128, 1), nl.float32, buffer=nl.psum)  # BAD
-        return banks, extra
+        banks = [nl.zeros((128, 512), nl.float32, buffer=nl.psum) for _ in range(8)]
+        extra = nl.zeros((128, 1), nl.float32, buffer=nl.psum)  # BAD
+        s = nl.ndarray((128, 1), nl.float32, buffer=nl.sbuf)
+        for b in banks:
+            nisa.tensor_copy(dst=s, src=b[:, 0:1])
+        return extra
     err = expect("err_psum_capacity_exceeded", nki.simulate(k), A)
     assert "16384" in str(err)
 

@@ -22,11 +22,13 @@ ALIASES: dict[str, str] = {
     "neuronxcc.nki": "torchneuron.nki.legacy",
     "neuronxcc.nki.language": "torchneuron.nki.legacy.language",
     "neuronxcc.nki.isa": "torchneuron.nki.legacy.isa",
+    "neuronxcc.nki.isa.constants": "torchneuron.nki.legacy.isa.constants",
     "neuronxcc.nki.typing": "torchneuron.nki.legacy.typing",
     "neuronxcc.nki.compiler": "torchneuron.nki.legacy.compiler",
     "nki": "torchneuron.nki.current",
     "nki.language": "torchneuron.nki.current.language",
     "nki.isa": "torchneuron.nki.current.isa",
+    "nki.isa.constants": "torchneuron.nki.current.isa.constants",
     "nki.typing": "torchneuron.nki.current.typing",
 }
 

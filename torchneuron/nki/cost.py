@@ -24,7 +24,13 @@ SBUF_ACCESS_CYCLES = 60     # start latency of an SBUF/PSUM access
 GPSIMD_START_CYCLES = 150
 MM_INIT_LATENCY = 64
 DMA_LATENCY_NS = 1300.0     # DMA cross-engine latency
-DMA_MIN_CHUNK_BYTES = 512   # shorter contiguous runs still occupy a full descriptor slot
+# Every descriptor (one contiguous run, at most one partition's row) costs its queue this much on top of
+# moving its bytes: descriptor setup and the per-packet handshake. AWS's DMA guide describes the effect
+# (< 256 B per partition severely overhead-bound, 2 KiB approaching peak, >= 4 KiB saturating); 70 ns is
+# what the memory-bound versions of AWS's matmul tutorial on trn1 imply (docs/nki.md, "Calibration"). At
+# 17 B/ns that is the time of 1190 bytes: 256 B runs reach 18 % of a queue's bandwidth, 2 KiB 63 %, 4 KiB
+# 77 %, 16 KiB 93 %.
+DMA_DESCRIPTOR_NS = 70.0
 
 
 @dataclass
@@ -107,12 +113,12 @@ class CostModel:
         self._finish(writes, start + ns + latency_cycles / self._clock(engine))
 
     def dma(self, nbytes: float, chunks: int, reads: Any = (), writes: Any = ()) -> None:
-        """A transfer's descriptors (one per contiguous run) spread over up to all queues at once."""
+        """A transfer's descriptors (one per contiguous run) spread over up to all queues at once; each
+        queue moves its share of the bytes and pays `DMA_DESCRIPTOR_NS` per descriptor."""
         chunks = max(chunks, 1)
-        effective = max(nbytes / chunks, DMA_MIN_CHUNK_BYTES) * chunks
         lanes = min(len(self.dma_free), chunks)
         queues = sorted(range(len(self.dma_free)), key=self.dma_free.__getitem__)[:lanes]
-        ns = effective / lanes / self.target.dma_bytes_per_ns_per_engine
+        ns = (chunks * DMA_DESCRIPTOR_NS + nbytes / self.target.dma_bytes_per_ns_per_engine) / lanes
         start = max(max(self.dma_free[q] for q in queues), self._deps(reads))
         for q in queues:
             self.dma_free[q] = start + ns

@@ -28,6 +28,8 @@ bool_ = np.dtype(np.bool_)
 FLOATS = (float32, float16, bfloat16, tfloat32, float8_e4m3, float8_e4m3fn, float8_e5m2, float8_e8m0fnu)
 INTS = (int8, int16, int32, uint8, uint16, uint32)
 SUPPORTED = (*FLOATS, *INTS, bool_)
+# dtypes hash, so the per-instruction questions are set lookups, not chains of dtype comparisons
+_FLOAT_SET, _INT_SET, _SUPPORTED_SET = frozenset(FLOATS), frozenset(INTS), frozenset(SUPPORTED)
 
 _ALIASES: dict[Any, np.dtype] = {
     "float32": float32, "fp32": float32, "float16": float16, "fp16": float16, "bfloat16": bfloat16,
@@ -52,7 +54,7 @@ def as_dtype(dtype: Any) -> np.dtype:
     if dt == np.float64 or dt == np.int64 or dt == np.uint64:
         raise fail(ERR_DTYPE, f"{dt} is not supported on NeuronCores (no 64-bit types in NKI).",
                    "use float32 / int32, or cast the host array before calling the kernel.")
-    if dt not in SUPPORTED:
+    if dt not in _SUPPORTED_SET:
         raise fail(ERR_DTYPE, f"{dt} is not an NKI data type.", "use one of the nl.* dtypes.")
     return dt
 
@@ -62,11 +64,11 @@ def storage_dtype(dt: np.dtype) -> np.dtype:
 
 
 def is_float(dt: np.dtype) -> bool:
-    return dt in FLOATS
+    return dt in _FLOAT_SET
 
 
 def is_int(dt: np.dtype) -> bool:
-    return dt in INTS or dt == bool_
+    return dt in _INT_SET or dt == bool_
 
 
 def itemsize(dt: np.dtype) -> int:
@@ -87,7 +89,9 @@ def sentinel(dt: np.dtype) -> Any:
 def cast(values: np.ndarray, dt: np.dtype) -> np.ndarray:
     """Round fp32 engine results into `dt` storage: round-to-nearest-even, integers saturate."""
     values = np.asarray(values)
-    if dt == tfloat32:
+    if dt is float32 and values.dtype == float32:
+        return values
+    if dt is tfloat32:
         bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
         lsb = (bits >> 13) & 1
         rounded = ((bits + 0xFFF + lsb) & np.uint32(0xFFFFE000)).astype(np.uint32)

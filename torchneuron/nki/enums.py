@@ -41,9 +41,9 @@ class oob_mode(enum.IntEnum):
     skip = 1
 
 
-class matmul_perf_mode(enum.IntEnum):
-    none = 0
-    double_row = 1
+class matmul_perf_mode(str, enum.Enum):
+    none = "none"
+    double_row = "double_row"  # fp8: two K rows per PE pass (NeuronCore-v3+)
 
 
 class dma_engine(enum.IntEnum):
@@ -55,3 +55,7 @@ class nc_version(enum.IntEnum):
     gen2 = 2
     gen3 = 3
     gen4 = 4
+
+
+# what `nki.isa.constants` / `neuronxcc.nki.isa.constants` export
+CONSTANTS = ["dge_mode", "dma_engine", "engine", "matmul_perf_mode", "nc_version", "oob_mode", "reduce_cmd"]

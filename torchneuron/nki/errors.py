@@ -27,16 +27,26 @@ class SourceLocation:
         return f"{self.filename}:{self.lineno} (in {self.function})"
 
 
-def _is_simulator_frame(filename: str) -> bool:
-    path = os.path.abspath(filename)
-    return path.startswith(_PACKAGE_DIR + os.sep) or path.startswith(os.path.join(_NUMPY_DIR, "numpy") + os.sep)
+_KERNELS_DIR = os.path.join(_PACKAGE_DIR, "calibration")  # kernels shipped here are kernel code, not simulator
+_SIMULATOR_FILES: dict[str, bool] = {}
+
+
+def is_simulator_file(filename: str) -> bool:
+    """Simulator (or NumPy) source, as opposed to the kernel's own code. Cached: asked per allocation."""
+    known = _SIMULATOR_FILES.get(filename)
+    if known is None:
+        path = os.path.abspath(filename)
+        known = (path.startswith(_PACKAGE_DIR + os.sep) and not path.startswith(_KERNELS_DIR + os.sep)) \
+            or path.startswith(os.path.join(_NUMPY_DIR, "numpy") + os.sep)
+        _SIMULATOR_FILES[filename] = known
+    return known
 
 
 def kernel_frame() -> FrameType | None:
     """The innermost stack frame outside the simulator: the kernel code that issued the current call."""
     frame = sys._getframe(1)
     while frame is not None:
-        if not _is_simulator_frame(frame.f_code.co_filename):
+        if not is_simulator_file(frame.f_code.co_filename):
             return frame
         frame = frame.f_back
     return None
@@ -77,12 +87,35 @@ class NkiError(Exception):
 NkiValidationError = NkiError
 
 
+class NkiIndexError(NkiError, IndexError):
+    """An access outside a tensor. It is an `IndexError` too, the type AWS's simulator raises (and its
+    tests catch) for an out-of-bounds DMA."""
+
+
+class NkiDmaIndexError(NkiIndexError):
+    """An out-of-bounds indirect DMA under `oob_mode.error`. Its message is NumPy's, as AWS's simulator
+    reports it ("index 66048 is out of bounds for axis 0 with size 65536": flat element and tensor size);
+    the error name, kernel line and fix are attached as notes, shown with the traceback."""
+
+    def __init__(self, flat_index: int, size: int, tensor: str, hint: str) -> None:
+        super().__init__(ERR_OOB, f"indirect access to tensor `{tensor}` at flat element {flat_index} of {size}.",
+                         hint)
+        full = str(Exception.__str__(self))
+        self.args = (f"index {flat_index} is out of bounds for axis 0 with size {size}",)
+        self.add_note(full)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class NkiWarning(UserWarning):
     """Legal on the simulator but wrong or wasteful on hardware (e.g. a partially written output)."""
 
 
 def fail(code: str, message: str, hint: str = "") -> NkiError:
     """Build the error for `raise fail(...)`; kept as an expression so type checkers see the raise."""
+    if code == ERR_OOB:
+        return NkiIndexError(code, message, hint)
     return NkiError(code, message, hint)
 
 

@@ -28,22 +28,29 @@ class nc:
         self.cores = int(cores)
 
     def __mul__(self, n: int) -> spmd_dim:
-        return spmd_dim(int(n) * self.cores, self)
+        return spmd_dim(self, n)       # nl.nc(2) * 2 == nl.spmd_dim(nl.nc(2), 2)
 
-    __rmul__ = __mul__
+    def __rmul__(self, n: int) -> spmd_dim:
+        return spmd_dim(n, self)       # 2 * nl.nc(2) == nl.spmd_dim(2, nl.nc(2))
 
     def __repr__(self) -> str:
         return f"nc({self.cores})"
 
 
 class spmd_dim:
-    """`nl.spmd_dim(size, nl.nc(2))`: a grid dimension of `size` programs sharded over cores."""
+    """`nl.spmd_dim(a, b)`: a grid dimension of a * b programs, one factor being `nl.nc(n)` cores. The
+    order is the placement (AWS's SPMD example): `spmd_dim(nl.nc(2), 2)` gives core 0 programs 0 and 1,
+    core 1 programs 2 and 3; `spmd_dim(2, nl.nc(2))` alternates (core 0: 0 and 2, core 1: 1 and 3)."""
 
-    def __init__(self, size: Any, cores: nc | None = None) -> None:
-        if isinstance(size, nc):
-            size, cores = size.cores, size
-        self.size = int(size)
-        self.cores = cores.cores if cores else 1
+    def __init__(self, first: Any, second: Any = 1) -> None:
+        if isinstance(first, nc) and isinstance(second, nc):
+            raise fail(ERR_GRID, "nl.spmd_dim of two nl.nc factors.", "shard one grid dimension over one nl.nc(n).")
+        if isinstance(first, nc):
+            self.cores, self.size, self.cores_major = first.cores, first.cores * int(second), True
+        elif isinstance(second, nc):
+            self.cores, self.size, self.cores_major = second.cores, int(first) * second.cores, False
+        else:
+            self.cores, self.size, self.cores_major = 1, int(first) * int(second), False
 
 
 def _grid_dims(key: Any, api: str) -> tuple[GridDim, ...]:
@@ -53,10 +60,9 @@ def _grid_dims(key: Any, api: str) -> tuple[GridDim, ...]:
         if isinstance(k, nc):
             dims.append(GridDim(k.cores, k.cores))
         elif isinstance(k, spmd_dim):
-            if k.cores > 1 and k.size % k.cores:
-                raise fail(ERR_GRID, f"spmd dim of {k.size} programs cannot be split over {k.cores} cores.",
-                           "make the size a multiple of the core count.")
-            dims.append(GridDim(k.size, k.cores))
+            if k.size < 1:
+                raise fail(ERR_GRID, f"spmd dim of {k.size} programs.", "launch at least one program per dim.")
+            dims.append(GridDim(k.size, k.cores, k.cores_major))
         else:
             n = int(k)
             if n < 1:

@@ -17,6 +17,7 @@ from .core.buffers import PSUM as _PSUM
 from .core.buffers import SBUF as _SBUF
 from .core.buffers import SHARED_HBM as _SHARED_HBM
 from .core.buffers import Buffer as _Buffer
+from .core.buffers import Placement as _Placement
 from .core.indexing import Mask
 from .core.indexing import ds as ds
 from .core.tensor import NkiTensor
@@ -27,6 +28,7 @@ from .ops import matmul as _mm
 from .ops import misc as _misc
 from .ops import reduce as _red
 from .ops.common import allocate as _allocate
+from .ops.common import mark_result as _mark
 from .ops.common import mask_array as _mask
 from .ops.common import read as _read
 from .ops.common import write as _write
@@ -108,110 +110,124 @@ tile_size = _TileSize()
 def _buffer(buffer: Any) -> _Buffer:
     if isinstance(buffer, _Buffer):
         return buffer
+    if isinstance(buffer, _Placement):
+        return buffer.buffer
     if buffer is None:
         return _SBUF
     raise fail(ERR_MEMORY, f"{buffer!r} is not a buffer.", "use nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm.")
 
 
+def _on_chip(shape: Any, dtype: Any, buffer: Any, name: str) -> NkiTensor:
+    """Allocate on chip; a manual placement (legacy mod_alloc / alloc) decides a block tensor's tiles."""
+    if not isinstance(buffer, _Placement):
+        return _allocate(shape, dtype, _buffer(buffer), name)
+    from .core.indexing import split_shape
+    plain, paxis = split_shape(shape)
+    block_bytes = int(np.prod(plain[paxis + 1:], dtype=np.int64)) * _dt.itemsize(_dt.as_dtype(dtype))
+    tiles = buffer.physical_tiles(plain[:paxis], plain[paxis], block_bytes)
+    return _allocate(shape, dtype, buffer.buffer, name, physical_tiles=tiles)
+
+
 def ndarray(shape: Any, dtype: Any, buffer: Any = None, name: str = "", address: Any = None,
-            **kwargs: Any) -> NkiTensor:
+            init: Any = None) -> NkiTensor:
     """An uninitialised tensor (reads as NaN / 4 until written)."""
     b = _buffer(buffer)
     if b.is_hbm:
-        return _dma.hbm_array(shape, dtype, b, name, kwargs.get("init"))
-    return _allocate(shape, dtype, b, name)
+        return _dma.hbm_array(shape, dtype, b, name, init)
+    return _on_chip(shape, dtype, buffer, name)
 
 
 def _filled(shape: Any, value: Any, dtype: Any, buffer: Any, name: str) -> NkiTensor:
     b = _buffer(buffer)
     if b.is_hbm:
         return _dma.hbm_array(shape, dtype, b, name, init=value)
-    t = _allocate(shape, dtype, b, name)
+    t = _on_chip(shape, dtype, buffer, name)
     _ew.memset(t, value, api="nl.full")
     return t
 
 
-def zeros(shape: Any, dtype: Any, buffer: Any = None, name: str = "", **kwargs: Any) -> NkiTensor:
+def zeros(shape: Any, dtype: Any, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> NkiTensor:
     return _filled(shape, 0, dtype, buffer, name)
 
 
-def ones(shape: Any, dtype: Any, buffer: Any = None, name: str = "", **kwargs: Any) -> NkiTensor:
+def ones(shape: Any, dtype: Any, buffer: Any = None, name: str = "", lazy_initialization: bool = False) -> NkiTensor:
     return _filled(shape, 1, dtype, buffer, name)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any, buffer: Any = None, name: str = "", **kwargs: Any) -> NkiTensor:
+def full(shape: Any, fill_value: Any, dtype: Any, buffer: Any = None, name: str = "",
+         lazy_initialization: bool = False) -> NkiTensor:
     return _filled(shape, fill_value, dtype, buffer, name)
 
 
-def zeros_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **kwargs: Any) -> NkiTensor:
+def zeros_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "") -> NkiTensor:
     return zeros(x.shape, dtype if dtype is not None else x.dtype, buffer or x.buffer, name)
 
 
-def ones_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **kwargs: Any) -> NkiTensor:
+def ones_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "") -> NkiTensor:
     return ones(x.shape, dtype if dtype is not None else x.dtype, buffer or x.buffer, name)
 
 
-def empty_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **kwargs: Any) -> NkiTensor:
+def empty_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "") -> NkiTensor:
     return ndarray(x.shape, dtype if dtype is not None else x.dtype, buffer or x.buffer, name)
 
 
-def rand(shape: Any, dtype: Any = float32, buffer: Any = None, **kwargs: Any) -> NkiTensor:
+def rand(shape: Any, dtype: Any = float32, buffer: Any = None, name: str = "") -> NkiTensor:
     t = _allocate(shape, dtype, _buffer(buffer))
     _misc.rand(t)
     return t
 
 
-def random_seed(seed: Any, **kwargs: Any) -> None:
+def random_seed(seed: Any) -> None:
     _misc.rng_state().seed(_read(seed).astype(np.int64) if isinstance(seed, NkiTensor) else int(seed))
 
 
-def shared_constant(constant: Any, dtype: Any = None, **kwargs: Any) -> NkiTensor:
+def shared_constant(constant: Any, dtype: Any = None) -> NkiTensor:
     return _dma.shared_constant(constant, dtype)
 
 
-def shared_identity_matrix(n: int, dtype: Any = uint8, **kwargs: Any) -> NkiTensor:
+def shared_identity_matrix(n: int, dtype: Any = uint8) -> NkiTensor:
     return _dma.shared_constant(np.eye(int(n)), dtype)
 
 
 # ---- memory movement ----
 
-def load(src: NkiTensor, dtype: Any = None, mask: Any = None, **kwargs: Any) -> NkiTensor:
+def load(src: NkiTensor, dtype: Any = None, mask: Any = None) -> NkiTensor:
     return _dma.load(src, dtype, _mask(mask))
 
 
-def store(dst: NkiTensor, value: Any, mask: Any = None, **kwargs: Any) -> None:
+def store(dst: NkiTensor, value: Any, mask: Any = None) -> None:
     _dma.store(dst, value, _mask(mask))
 
 
-def load_transpose2d(src: NkiTensor, dtype: Any = None, mask: Any = None, **kwargs: Any) -> NkiTensor:
+def load_transpose2d(src: NkiTensor, dtype: Any = None, mask: Any = None) -> NkiTensor:
     return _dma.load_transpose2d(src, dtype, _mask(mask))
 
 
-def atomic_rmw(dst: NkiTensor, value: Any, op: Any, mask: Any = None, **kwargs: Any) -> None:
+def atomic_rmw(dst: NkiTensor, value: Any, op: Any, mask: Any = None) -> None:
     """Read-modify-write of an HBM view with an on-chip value (DMA compute)."""
     _dma.dma_copy(dst, value, _mask(mask), dst_rmw_op=op, api="atomic_rmw")
 
 
-def matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False, mask: Any = None, **kwargs: Any) -> NkiTensor:
+def matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False, mask: Any = None) -> NkiTensor:
     return _mm.nl_matmul(x, y, transpose_x, _mask(mask))
 
 
-def transpose(x: NkiTensor, dtype: Any = None, mask: Any = None, **kwargs: Any) -> NkiTensor:
+def transpose(x: NkiTensor, dtype: Any = None, mask: Any = None) -> NkiTensor:
     run = _ctx.current()
-    return _mm.nl_transpose(x, dtype, _PSUM if run.api == "current" else _SBUF)
+    return _mm.nl_transpose(x, dtype, _PSUM if run.api == "current" else _SBUF, _mask(mask))
 
 
-def broadcast_to(x: NkiTensor, shape: Any = None, **kwargs: Any) -> NkiTensor:
-    return x.broadcast_to(shape if shape is not None else kwargs["shape"])
+def broadcast_to(x: NkiTensor, shape: Any) -> NkiTensor:
+    return x.broadcast_to(shape)
 
 
-def expand_dims(x: NkiTensor, axis: Any, **kwargs: Any) -> NkiTensor:
+def expand_dims(x: NkiTensor, axis: Any) -> NkiTensor:
     for a in sorted(axis if isinstance(axis, (tuple, list)) else (axis,)):
         x = x.expand_dim(a)
     return x
 
 
-def where(condition: Any, x: Any, y: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> NkiTensor:
+def where(condition: Any, x: Any, y: Any, dtype: Any = None, mask: Any = None) -> NkiTensor:
     """x where condition else y; the condition is a tile or a legacy `nl.arange` predicate."""
     predicate = isinstance(condition, Mask)
     shaped = [t for t in (condition, x, y) if isinstance(t, (NkiTensor, Mask))]
@@ -221,20 +237,20 @@ def where(condition: Any, x: Any, y: Any, dtype: Any = None, mask: Any = None, *
     c = condition.values if predicate else _read(condition) != 0
     _write(dst, np.where(c, _read(x), _read(y)), _mask(mask), "nl.where")
     _misc.charge("vector", dst, [condition, x, y])
-    return dst
+    return _mark(dst, _mask(mask))
 
 
-def gather_flattened(data: NkiTensor, indices: NkiTensor, axis: int = 0, dtype: Any = None, mask: Any = None,
-                     **kwargs: Any) -> NkiTensor:
+def gather_flattened(data: NkiTensor, indices: NkiTensor, axis: int = 0, dtype: Any = None,
+                     mask: Any = None) -> NkiTensor:
     dst = _allocate(indices.shape, dtype if dtype is not None else data.dtype, _SBUF)
-    _misc.gather_flattened(dst, data, indices)
-    return dst
+    _misc.gather_flattened(dst, data, indices, mask=_mask(mask))
+    return _mark(dst, _mask(mask))
 
 
 # ---- element-wise (each function is also the operator constant for nisa `op=` arguments) ----
 
 def _binary(name: str) -> Any:
-    def fn(x: Any, y: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> NkiTensor:
+    def fn(x: Any, y: Any, dtype: Any = None, mask: Any = None) -> NkiTensor:
         return _ew.nl_binary(name, x, y, dtype, _mask(mask))
     fn.__name__ = fn.__qualname__ = name
     fn._nki_op = name  # type: ignore[attr-defined]
@@ -242,7 +258,7 @@ def _binary(name: str) -> Any:
 
 
 def _unary(name: str) -> Any:
-    def fn(x: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> NkiTensor:
+    def fn(x: Any, dtype: Any = None, mask: Any = None) -> NkiTensor:
         return _ew.nl_unary(name, x, dtype, _mask(mask))
     fn.__name__ = fn.__qualname__ = name
     fn._nki_op = name  # type: ignore[attr-defined]
@@ -269,13 +285,13 @@ mish, erf, erf_dx = _unary("mish"), _unary("erf"), _unary("erf_dx")
 logical_not, invert = _unary("logical_not"), _unary("invert")
 
 
-def copy(x: NkiTensor, dtype: Any = None, mask: Any = None, **kwargs: Any) -> NkiTensor:
+def copy(x: NkiTensor, dtype: Any = None, mask: Any = None) -> NkiTensor:
     if not isinstance(x, NkiTensor) or x.buffer.is_hbm:
         raise fail(ERR_MEMORY, "Expected operand 'x' of 'copy' to be in address space 'sbuf' or 'psum'.",
                    "nl.load HBM tensors; nl.copy copies on-chip tiles.")
     dst = _allocate(x.shape, dtype if dtype is not None else x.dtype, _SBUF)
     _ew.tensor_copy(dst, x, mask=_mask(mask), api="nl.copy")
-    return dst
+    return _mark(dst, _mask(mask))
 
 
 copy._nki_op = "copy"  # type: ignore[attr-defined]
@@ -284,8 +300,7 @@ copy._nki_op = "copy"  # type: ignore[attr-defined]
 # ---- reductions and composites ----
 
 def _reduction(name: str, op: str) -> Any:
-    def fn(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False, mask: Any = None,
-           **kwargs: Any) -> NkiTensor:
+    def fn(x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False, mask: Any = None) -> NkiTensor:
         return _red.nl_reduce(name, x, axis, dtype, keepdims, _mask(mask))
     fn.__name__ = fn.__qualname__ = name
     fn._nki_op = op  # type: ignore[attr-defined]
@@ -301,25 +316,25 @@ var = _reduction("var", "add")
 all = _reduction("all", "logical_and")  # noqa: A001
 
 
-def softmax(x: NkiTensor, axis: Any = -1, dtype: Any = None, compute_dtype: Any = None, mask: Any = None,
-            **kwargs: Any) -> NkiTensor:
+def softmax(x: NkiTensor, axis: Any = -1, dtype: Any = None, compute_dtype: Any = None,
+            mask: Any = None) -> NkiTensor:
     return _red.nl_softmax(x, axis, dtype, _mask(mask))
 
 
 def rms_norm(x: NkiTensor, w: Any, axis: Any, n: int, epsilon: float = 1e-6, dtype: Any = None,
-             compute_dtype: Any = None, mask: Any = None, **kwargs: Any) -> NkiTensor:
+             compute_dtype: Any = None, mask: Any = None) -> NkiTensor:
     return _red.nl_rms_norm(x, w, axis, n, epsilon, dtype, compute_dtype, _mask(mask))
 
 
-def dropout(x: NkiTensor, rate: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> NkiTensor:
+def dropout(x: NkiTensor, rate: Any, dtype: Any = None, mask: Any = None) -> NkiTensor:
     dst = _allocate(x.shape, dtype if dtype is not None else x.dtype, _SBUF)
-    _misc.dropout(dst, x, rate)
-    return dst
+    _misc.dropout(dst, x, rate, mask=_mask(mask))
+    return _mark(dst, _mask(mask))
 
 
 # ---- SPMD and debugging ----
 
-def program_id(axis: int = 0, **kwargs: Any) -> int:
+def program_id(axis: int = 0) -> int:
     run = _ctx.current()
     if not run.program_ids:
         return 0
@@ -329,7 +344,7 @@ def program_id(axis: int = 0, **kwargs: Any) -> int:
     return run.program_ids[int(axis)]
 
 
-def num_programs(axes: Any = None, **kwargs: Any) -> int:
+def num_programs(axes: Any = None) -> int:
     run = _ctx.current()
     grid = run.grid or (1,)
     if axes is None:
@@ -338,11 +353,11 @@ def num_programs(axes: Any = None, **kwargs: Any) -> int:
     return int(np.prod([grid[int(a)] for a in picked]))
 
 
-def program_ndim(**kwargs: Any) -> int:
+def program_ndim() -> int:
     return len(_ctx.current().grid)
 
 
-def device_print(prefix: str, x: Any, **kwargs: Any) -> None:
+def device_print(prefix: str, x: Any) -> None:
     """Prints while the kernel runs on the simulator (on hardware the values go to the debug log)."""
     run = _ctx.current()
     value = np.array(x.read()) if isinstance(x, NkiTensor) else x
@@ -352,16 +367,20 @@ def device_print(prefix: str, x: Any, **kwargs: Any) -> None:
 
 # ---- loops (the simulator runs kernels eagerly: every loop kind iterates in program order) ----
 
-def affine_range(*args: Any, **kwargs: Any) -> Iterable[int]:
-    return range(*(int(a) for a in args))
+def affine_range(start: Any, stop: Any = None, step: Any = 1, unroll: Any = None) -> Iterable[int]:
+    return _range(start, stop, step)
 
 
-def sequential_range(*args: Any, **kwargs: Any) -> Iterable[int]:
-    return range(*(int(a) for a in args))
+def sequential_range(start: Any, stop: Any = None, step: Any = 1) -> Iterable[int]:
+    return _range(start, stop, step)
 
 
-def static_range(*args: Any, **kwargs: Any) -> Iterable[int]:
-    return range(*(int(a) for a in args))
+def static_range(start: Any, stop: Any = None, step: Any = 1) -> Iterable[int]:
+    return _range(start, stop, step)
+
+
+def _range(start: Any, stop: Any, step: Any) -> range:
+    return range(int(start)) if stop is None else range(int(start), int(stop), int(step))
 
 
 _NOT_LANGUAGE = {"annotations", "builtins", "np", "Any", "Iterable", "NkiTensor", "Mask", "fail"}

@@ -1,10 +1,15 @@
 """Launching a kernel on the simulator: host arrays in, an SPMD grid of kernel instances, outputs checked
 and converted back, and the cost report for the launch.
 
-Inputs are wrapped zero-copy where NumPy allows, so a kernel that writes an input mutates the caller's array
-(as AWS's simulator does). Torch tensors go through one hook, `torch_io` (which loads torch only when a launch has
-them): neuron tensors are simulated on their device buffers, fake/meta tensors make a shape-only launch, CPU
-tensors work as arrays; outputs come back as tensors of the same kind.
+The entry point is `launch(func, args, kwargs, grid, api)`; `kernel.Kernel` calls it. Array arguments go
+through `host` (NumPy, torch CPU tensors, JAX arrays, or any kind registered there): each becomes a
+`shared_hbm`/`hbm` tensor over a NumPy view of the caller's memory, zero-copy where the kind allows, so a
+kernel that writes an input mutates the caller's array, as AWS's simulator does. Outputs come back as the
+kind of the first array argument.
+
+Launches with neuron, fake or meta tensors go through one hook, `torch_io` (torch is loaded only when a launch
+has tensors): neuron tensors are simulated on their device buffers (kernel outputs allocated on the device via
+`KernelRun.hbm_data`), fake/meta tensors make a shape-only launch, and on a Trn host the real `nki` runs them.
 """
 
 from __future__ import annotations
@@ -20,55 +25,67 @@ from typing import Any
 
 import numpy as np
 
-from . import cost, dtypes, lnc, torch_io
-from .core import context
+from . import cost, dtypes, host, lnc, torch_io
+from .core import alu, context
 from .core.buffers import HBM, SHARED_HBM, Storage
 from .core.tensor import NkiTensor
-from .errors import ERR_ANNOTATION, ERR_MEMORY, ERR_NESTED_SPMD, ERR_NOT_WRITTEN, NkiError, SourceLocation, fail, warn
+from .errors import (
+    ERR_ANNOTATION,
+    ERR_MEMORY,
+    ERR_NESTED_SPMD,
+    ERR_NOT_WRITTEN,
+    NkiError,
+    SourceLocation,
+    fail,
+    warn,
+)
 from .hardware import Target, current_target
+from .ops.tile import Tile
 
 
 @dataclass
 class GridDim:
-    """One dimension of a launch grid; `cores` > 1 marks logical-NeuronCore sharding (`nl.nc(2)`)."""
+    """One dimension of a launch grid. `cores` > 1 marks logical-NeuronCore sharding (`nl.nc(2)`):
+    `cores_major` puts consecutive program ids on one core (`nl.spmd_dim(nl.nc(2), 2)`: core = i // 2),
+    otherwise they alternate between cores (`nl.spmd_dim(2, nl.nc(2))`: core = i % 2)."""
 
     size: int
     cores: int = 1
+    cores_major: bool = False
+
+    def core_of(self, i: int) -> int:
+        if self.cores <= 1:
+            return 0
+        return i // (self.size // self.cores) if self.cores_major else i % self.cores
 
 
 @dataclass
 class Launch:
     results: Any
-    report: cost.CostReport | None
+    report: cost.CostReport | None  # None for a hardware launch: no estimate
     prints: list[tuple[str, Any]] = field(default_factory=list)
 
 
 @dataclass
 class _Input:
     original: Any
-    array: np.ndarray
+    view: host.HostView
     tensor: NkiTensor
-    copied: bool
+    kind: host.HostKind
 
 
-def _wrap_input(value: Any, buffer: Any, name: str, io: Any) -> _Input | None:
-    if io is not None and torch_io.is_torch(value):
-        arr, copied = io.to_numpy(value, name), False
-    elif isinstance(value, np.ndarray):
-        arr, copied = value, False
-    else:
+def _wrap_input(value: Any, buffer: Any, name: str) -> _Input | None:
+    kind = host.kind_of(value)
+    if kind is None:
         return None
+    view = kind.to_numpy(value, name)
+    arr = view.array
     if arr.dtype == np.float64:
         raise fail(ERR_MEMORY, f"kernel input {name!r} is float64; NeuronCores have no 64-bit types.",
                    "pass float32 (or bfloat16) arrays: arr.astype(np.float32).")
     dt = dtypes.as_dtype(arr.dtype)
-    if arr.flags.c_contiguous and arr.flags.writeable:
-        flat = arr.reshape(-1)
-    else:
-        flat, copied = np.ascontiguousarray(arr).reshape(-1).copy(), True
-    st = Storage(arr.shape, dt, buffer, name, 0, data=flat)
-    st.dataless = io is not None and io.shape_only
-    return _Input(value, arr, NkiTensor.whole(st), copied)
+    st = Storage(arr.shape, dt, buffer, name, 0, data=arr.reshape(-1))
+    return _Input(value, view, Tile.whole(st), kind)
 
 
 def _kernel_location(func: Callable[..., Any], want_return: bool) -> SourceLocation:
@@ -115,29 +132,29 @@ def _outputs(result: Any) -> list[NkiTensor]:
     return []
 
 
-def _convert(result: Any, io: Any) -> Any:
+def _convert(result: Any, kind: host.HostKind) -> Any:
     if isinstance(result, NkiTensor):
-        return io.output(result) if io is not None else np.array(result.read())
+        return kind.from_numpy(result.read())
     if isinstance(result, tuple):
-        return tuple(_convert(r, io) for r in result)
+        return tuple(_convert(r, kind) for r in result)
     if isinstance(result, list):
-        return [_convert(r, io) for r in result]
+        return [_convert(r, kind) for r in result]
     if isinstance(result, dict):
-        return {k: _convert(v, io) for k, v in result.items()}
+        return {k: _convert(v, kind) for k, v in result.items()}
     return result
 
 
-def _check_outputs(func: Callable[..., Any], outs: list[NkiTensor]) -> None:
+def _check_outputs(func: Callable[..., Any], outs: list[NkiTensor], api: str) -> None:
     for t in outs:
-        if t.buffer != SHARED_HBM:
+        # NKI 0.3 made shared_hbm mandatory for outputs; legacy kernels may return nl.hbm tensors
+        if t.buffer != SHARED_HBM and not (api == "legacy" and t.buffer.is_hbm):
             raise NkiError(ERR_MEMORY, f"kernel output `{t.name}` is in '{t.buffer.name}'; kernel outputs must be "
                            "allocated in shared_hbm.", "allocate it with nl.ndarray(shape, dtype, "
                            "buffer=nl.shared_hbm), store the result into it and return it.",
                            _kernel_location(func, True))
-        written = t.storage.written
-        if written is None:
+        if t.storage.written is None:
             continue
-        seen = written[t.offsets()] if t.is_gather or t.size != t.storage.size else written
+        seen = t.written_values()
         if not seen.any():
             raise NkiError(ERR_NOT_WRITTEN, f"kernel output `{t.name}` {t.shape} is never written.",
                            "nl.store / nisa.dma_copy the result into it before returning it.",
@@ -154,43 +171,37 @@ def grid_programs(grid: tuple[GridDim, ...]) -> list[tuple[tuple[int, ...], int]
         core = 0
         for d, i in zip(grid, ids):
             if d.cores > 1:
-                core = core * d.cores + i % d.cores
+                core = core * d.cores + d.core_of(i)
         programs.append((ids, core))
     return programs
 
 
-def _wrap_value(value: Any, name: str, buffer: Any, io: Any, inputs: list[_Input]) -> Any:
-    # module level, not a closure: a self-recursive closure is a reference cycle that would keep the inputs
-    # (device tensors, for torch launches) alive until the next garbage collection
-    if isinstance(value, (list, tuple)):  # e.g. a list of weight arrays
-        return type(value)(_wrap_value(v, f"{name}_{i}", buffer, io, inputs) for i, v in enumerate(value))
-    wrapped = _wrap_input(value, buffer, name, io)
-    if wrapped is None:
-        return value
-    inputs.append(wrapped)
-    return wrapped.tensor
-
-
 def _bind_inputs(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                 buffer: Any, io: Any = None) -> tuple[inspect.BoundArguments, list[_Input]]:
+                 buffer: Any) -> tuple[inspect.BoundArguments, list[_Input]]:
     """Host arrays/tensors become HBM tensors; everything else (scalars, shapes, flags) passes through."""
     bound = inspect.signature(func).bind(*args, **kwargs)
     inputs: list[_Input] = []
+
+    def wrap(value: Any, name: str) -> Any:
+        if isinstance(value, (list, tuple)):  # e.g. a list of weight arrays
+            return type(value)(wrap(v, f"{name}_{i}") for i, v in enumerate(value))
+        wrapped = _wrap_input(value, buffer, name)
+        if wrapped is None:
+            return value
+        inputs.append(wrapped)
+        return wrapped.tensor
+
     for pname, value in list(bound.arguments.items()):
-        bound.arguments[pname] = _wrap_value(value, pname, buffer, io, inputs)
+        bound.arguments[pname] = wrap(value, pname)
     _check_annotations(func, bound)
     return bound, inputs
 
 
 def _write_back(inputs: list[_Input]) -> None:
-    """Inputs the simulator had to copy (non-contiguous, read-only) get the kernel's writes back; torch inputs
-    are views of the tensor's own memory, so the writes land in the tensor."""
+    """Inputs the simulator had to copy (non-contiguous arrays and tensors) get the kernel's writes back."""
     for item in inputs:
-        if not item.copied:
-            continue
-        new = item.tensor.storage.data.reshape(item.array.shape)
-        if item.array.flags.writeable:
-            item.array[...] = new
+        if not item.view.writes_through and item.view.write_back is not None:
+            item.view.write_back(item.tensor.storage.data.reshape(item.view.array.shape))
 
 
 def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], grid: tuple[GridDim, ...] = (),
@@ -198,16 +209,24 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     if context.active() is not None:
         raise fail(ERR_NESTED_SPMD, "a kernel was launched from inside another kernel.",
                    "call the inner function without @nki.jit (as a plain sub-kernel) and without a grid.")
-    io = torch_io.open_launch(func, args, kwargs)
-    if io is not None and io.mode == torch_io.HARDWARE:
+    io = torch_io.open_launch(func, args, kwargs)  # the torch hook: None unless neuron / fake / meta tensors
+    if io is None:
+        return _simulate(func, args, kwargs, grid, api, target)
+    if io.mode == torch_io.HARDWARE:
         from . import trn_host
 
-        return Launch(trn_host.launch(func, args, kwargs, grid, api), None)  # hardware: no cost estimate
+        return Launch(trn_host.launch(func, args, kwargs, grid, api), None)
+    with torch_io.launching(io):
+        done = _simulate(func, args, kwargs, grid, api, target, io.hbm_data)
+        torch_io.finished(io, func, api, grid, args, kwargs, done.results)
+    return done
+
+
+def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], grid: tuple[GridDim, ...],
+              api: str, target: Target | None, hbm_data: Callable[..., Any] | None = None) -> Launch:
     target = target or current_target()
     cores = math.prod(d.cores for d in grid) if grid else 1
-    bound, inputs = _bind_inputs(func, args, kwargs, SHARED_HBM if cores > 1 else HBM, io)
-    hbm_data = io.hbm_data if io is not None else None
-    shape_only = io is not None and io.shape_only
+    bound, inputs = _bind_inputs(func, args, kwargs, SHARED_HBM if cores > 1 else HBM)
     models = [cost.CostModel(target) for _ in range(cores)]
     shared: list[Storage] = []
     programs = grid_programs(grid) if grid else [((), 0)]
@@ -217,24 +236,21 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     def program(i: int) -> tuple[context.KernelRun, Any]:
         ids, core = programs[i]
         run = context.KernelRun(target, models[core], sizes, ids, api, shared=shared, exchange=exchange,
-                                kernel_code=func.__code__, hbm_data=hbm_data, shape_only=shape_only)
-        with context.running(run):
-            return run, func(*bound.args, **bound.kwargs)
+                                kernel_code=func.__code__, tensor_class=Tile, hbm_data=hbm_data)
+        with context.running(run), np.errstate(**alu.ENGINE_ERRORS):
+            result = func(*bound.args, **bound.kwargs)
+        run.memory.finish()
+        return run, result
 
     if exchange is not None:  # LNC=2: the cores run at once and may sendrecv / core_barrier
         finished = lnc.run_concurrently(len(programs), lnc.bind_exchange(exchange)(program))
     else:
         finished = [program(i) for i in range(len(programs))]
     results = finished[0][1]  # every program returns the same shared_hbm outputs
-    if not shape_only:
-        _check_outputs(func, _outputs(results))
-        _write_back(inputs)
+    _check_outputs(func, _outputs(results), api)
+    _write_back(inputs)
     report = cost.report(models, target, max(r.memory.peak["sbuf"] for r, _ in finished),
                          max(r.memory.peak["psum"] for r, _ in finished))
     prints = [p for r, _ in finished for p in r.prints]
-    converted = _convert(results, io)
-    if io is not None:
-        io.close()
-    if shape_only and (rec := torch_io.recorder()) is not None:  # a Trn custom call is being built from this op
-        rec.produced(rec.record(func, api, grid, args, kwargs), converted)
-    return Launch(converted, report, prints)
+    kind = inputs[0].kind if inputs else host.kind_of(np.empty(0))
+    return Launch(_convert(results, kind), report, prints)

@@ -8,13 +8,17 @@ Which tensors a launch has decides how it runs:
   allocator and the simulator writes into their views. Nothing is copied to the CPU and back; a kernel that
   writes an input writes device memory, as on hardware. CPU tensors mixed in are refused, naming the device.
 * ``neuron`` tensors on a Trn host (nrt runtime): the launch goes to the real ``nki`` package
-  (``torchneuron.custom_ops.hardware``), not to the simulator.
-* fake or meta tensors (Dynamo, AOTAutograd, ``torch.export``, opcheck): **shape-only** launch. The kernel's
-  Python runs (it computes the output shapes) over storages without data: no value is read or written, and
-  the outputs are fake/meta tensors of the shapes and dtypes the kernel allocated.
-* CPU tensors only: the standalone simulator (``nki.simulate`` on torch CPU tensors), zero-copy too; refused
-  inside ``torchneuron.nki_op`` / ``wrap_nki`` (``device_only``), whose kernels run on the neuron device.
+  (``nki.trn_host``), not to the simulator.
+* fake or meta tensors (Dynamo, AOTAutograd, ``torch.export``, opcheck): **shape-only** launch. The kernel
+  runs over zero-filled host pages of the inputs' shapes (it computes the output shapes, and every NKI check
+  still applies); nothing touches device memory, and the outputs are fake/meta tensors of the shapes and
+  dtypes the kernel allocated. (The values computed on the zeros are thrown away: the simulator's ops compute
+  before they reach the per-instruction choke point, so they cannot be skipped there.)
+* CPU tensors only: not this module's: host's built-in torch kind runs them (``nki.simulate`` on torch CPU
+  tensors, zero-copy too). Refused inside ``torchneuron.nki_op`` / ``wrap_nki`` (``device_only``), whose
+  kernels run on the neuron device.
 
+The conversions are a ``host.HostKind`` ("torch-launch") that is active only while a launch opened here runs.
 bf16 and fp8 map through ml_dtypes views of the same bytes.
 """
 
@@ -31,8 +35,9 @@ import numpy as np
 
 from . import dtypes
 from .errors import ERR_DTYPE, ERR_INVALID_ARG, ERR_MEMORY, fail
+from .host import HostKind, HostView, register_host_kind
 
-CPU, DEVICE, SHAPE, HARDWARE = "cpu", "device", "shape", "hardware"
+DEVICE, SHAPE, HARDWARE = "device", "shape", "hardware"
 
 _local = threading.local()
 
@@ -168,19 +173,20 @@ def _numpy_view(t: Any) -> np.ndarray:
     return t.numpy()
 
 
-def _flat_tensor(t: Any) -> np.ndarray:
-    """The NumPy view of a contiguous 1-D tensor (kernel outputs)."""
-    return _numpy_view(t)
+def _address(arr: np.ndarray) -> int:
+    return int(arr.__array_interface__["data"][0])
 
 
 class TorchIO:
-    """The torch side of one launch: how inputs become arrays and outputs become tensors."""
+    """The torch side of one launch (``host.HostKind`` "torch-launch" consults it while the launch runs): how
+    inputs become arrays, where outputs are allocated, and how returned tiles become tensors."""
 
     def __init__(self, mode: str, device: Any, kernel: str):
         self.mode = mode
         self.device = device
         self.kernel = kernel
-        self._owners: dict[int, Any] = {}  # id(flat array) -> the tensor whose memory it is
+        # start address of a flat array -> (the tensor whose memory it is, its byte size)
+        self._owners: dict[int, tuple[Any, int]] = {}
 
     def close(self) -> None:
         """The launch is over: drop the references to its tensors (the caller owns them now)."""
@@ -190,29 +196,37 @@ class TorchIO:
     def shape_only(self) -> bool:
         return self.mode == SHAPE
 
+    def _host(self, t: Any) -> Any:
+        if self.mode == DEVICE:
+            from ..lowering import host_bridge
+
+            return host_bridge.host_view(t)  # drains the stream: queued work on `t` has landed
+        return t
+
     # ---- inputs ----
-    def to_numpy(self, t: Any, name: str) -> np.ndarray:
-        """The array the simulator binds for input ``t``: a view of its memory (CPU / device) or, shape-only,
-        zero pages of its shape (never written: the storage is marked data-less by the runner)."""
+    def to_numpy(self, t: Any, name: str) -> HostView:
+        """The array the simulator binds for input ``t``: a view of its device memory or, shape-only, zero
+        pages of its shape (the kernel's writes to them go nowhere)."""
         dt = nki_dtype(t.dtype, f"kernel {self.kernel} argument {name!r}")
         if self.mode == SHAPE:
-            return np.zeros(tuple(int(s) for s in t.shape), dtypes.storage_dtype(dt))
+            return HostView(np.zeros(tuple(int(s) for s in t.shape), dtypes.storage_dtype(dt)), True)
         t = t.detach()
-        if self.mode == DEVICE:
-            from ..lowering import host_bridge as dev
+        host = self._host(t)
+        if not host.is_contiguous():  # the simulator's storages are flat: copy in, copy the kernel's writes back
+            arr = _numpy_view(host.contiguous())
 
-            host = dev.host_view(t)
-        else:
-            host = t.resolve_conj().resolve_neg()
+            def back(new: np.ndarray) -> None:
+                _numpy_view(host)[...] = new.reshape(host.shape)
+            return HostView(arr, False, back)
         arr = _numpy_view(host)
-        self._owners[id(arr)] = t
-        return arr
+        self._owners[_address(arr)] = (t, arr.nbytes)
+        return HostView(arr, True)
 
     # ---- outputs ----
     def hbm_data(self, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray | None:
-        """Flat memory for a kernel output: a fresh tensor on the launch's device (neuron: the caching
-        allocator), so the simulator writes the result where the caller gets it. None: the simulator's own."""
-        if self.mode not in (DEVICE, CPU):
+        """Flat memory for a kernel output: a fresh tensor on the launch's device (the caching allocator), so
+        the simulator writes the result where the caller gets it. None: the simulator's own memory."""
+        if self.mode != DEVICE:
             return None
         import torch
 
@@ -220,38 +234,24 @@ class TorchIO:
         for s in shape:
             size *= int(s)
         t = torch.empty(size, dtype=torch_dtype(dt), device=self.device)
-        if self.mode == DEVICE:
-            from ..lowering import host_bridge as dev
-
-            flat = _flat_tensor(dev.host_view(t))
-        else:
-            flat = _flat_tensor(t)
-        self._owners[id(flat)] = t
+        flat = _numpy_view(self._host(t))
+        self._owners[_address(flat)] = (t, flat.nbytes)
         return flat
 
-    def output(self, result: Any) -> Any:
-        """A kernel's returned NkiTensor as a torch tensor: the tensor that owns its memory when it is a whole
-        output (or input) storage, else a new tensor holding its values."""
+    def from_numpy(self, arr: np.ndarray) -> Any:
+        """A returned tile's values as a torch tensor: the tensor that owns the memory when the tile is a
+        whole output (or input) allocation, else a new tensor on the device holding a copy."""
         import torch
 
-        shape = tuple(int(s) for s in result.shape)
+        shape = tuple(int(s) for s in arr.shape)
         if self.mode == SHAPE:
-            return torch.empty(shape, dtype=torch_dtype(result.dtype), device=self.device)
-        owner = self._owners.get(id(result.storage.data))
-        whole = (owner is not None and result.index is None and result.offset == 0
-                 and result.size == result.storage.size and result.dtype == result.storage.dtype)
-        if whole and owner.dim() == 1:
-            return owner.view(shape)
-        if whole and tuple(owner.shape) == shape:
-            return owner
-        values = np.ascontiguousarray(result.read())
-        t = torch.empty(shape, dtype=torch_dtype(result.dtype), device=self.device)
-        if self.mode == DEVICE:
-            from ..lowering import host_bridge as dev
-
-            _numpy_view(dev.host_view(t))[...] = values
-        else:
-            _numpy_view(t)[...] = values
+            return torch.empty(shape, dtype=torch_dtype(arr.dtype), device=self.device)
+        owner = self._owners.get(_address(arr)) if arr.flags.c_contiguous else None
+        if owner is not None and owner[1] == arr.nbytes and nki_dtype(owner[0].dtype) == arr.dtype:
+            t = owner[0]
+            return t if tuple(t.shape) == shape else t.view(shape)
+        t = torch.empty(shape, dtype=torch_dtype(arr.dtype), device=self.device)
+        _numpy_view(self._host(t))[...] = arr
         return t
 
 
@@ -312,7 +312,38 @@ def open_launch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tor
                        f"but NKI kernels run on {where}.", f"move it there first: {name}.to("
                        f"'{neuron[0] if neuron else 'neuron'}').")
     if not neuron:
-        return TorchIO(CPU, torch.device("cpu"), kernel)
+        return None  # CPU tensors only: the standalone simulator (host's built-in torch kind, zero-copy too)
     from . import trn_host
 
     return TorchIO(HARDWARE if trn_host.on_trn_host() else DEVICE, neuron[0], kernel)
+
+
+def _launch_io() -> TorchIO:
+    io = getattr(_local, "launch", None)
+    assert io is not None, "the torch-launch host kind is used only inside `launching`"
+    return io
+
+
+@contextmanager
+def launching(io: TorchIO) -> Iterator[TorchIO]:
+    """The simulator runs a launch of ``io``: its torch tensors convert through ``io`` (the host kind below)."""
+    previous = getattr(_local, "launch", None)
+    _local.launch = io
+    try:
+        yield io
+    finally:
+        _local.launch = previous
+        io.close()
+
+
+def finished(io: TorchIO, func: Any, api: str, grid: tuple[Any, ...], args: tuple[Any, ...],
+             kwargs: dict[str, Any], results: Any) -> None:
+    """After a launch: a shape-only one is recorded when a Trn custom call is being built from its op."""
+    if io.shape_only and (rec := recorder()) is not None:
+        rec.produced(rec.record(func, api, grid, args, kwargs), results)
+
+
+# Ahead of host's built-in torch kind, but only while a launch opened here runs (neuron / fake / meta tensors).
+register_host_kind(HostKind("torch-launch", lambda x: is_torch(x) and getattr(_local, "launch", None) is not None,
+                            lambda t, name: _launch_io().to_numpy(t, name),
+                            lambda arr: _launch_io().from_numpy(arr)))

@@ -198,12 +198,16 @@ def op_name(op: Any, what: str = "op") -> str:
     return name
 
 
+# Engines produce inf/NaN silently: a kernel runs inside `np.errstate(**ENGINE_ERRORS)` (the launch sets it
+# once, instead of every instruction entering its own errstate).
+ENGINE_ERRORS = {"over": "ignore", "invalid": "ignore", "divide": "ignore", "under": "ignore"}
+
+
 def binary(op: str, a: Any, b: Any) -> np.ndarray:
     if op in BITVEC:
         return BITVEC[op](np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64))
-    if op in BINARY:
-        with np.errstate(over="ignore", invalid="ignore"):
-            return np.asarray(BINARY[op](a, b), dtype=F32)
+    if op in BINARY:  # overflow and NaN are values here, not warnings: kernels run under ENGINE_ERRORS
+        return np.asarray(BINARY[op](a, b), dtype=F32)
     if op in UNARY:  # activation-style op named in a binary slot: applies to the first operand
         return np.asarray(UNARY[op](np.asarray(a, dtype=F32)), dtype=F32) + np.zeros_like(b, dtype=F32)
     raise fail(ERR_INVALID_ARG, f"{op} is not a binary ALU operator.", "use e.g. nl.add, nl.multiply, nl.maximum.")
@@ -212,8 +216,7 @@ def binary(op: str, a: Any, b: Any) -> np.ndarray:
 def unary(op: str, x: np.ndarray) -> np.ndarray:
     if op not in UNARY:
         raise fail(ERR_INVALID_ARG, f"{op} is not an activation function.", "use e.g. nl.exp, nl.tanh, nl.copy.")
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.asarray(UNARY[op](np.asarray(x, dtype=F32)), dtype=F32)
+    return np.asarray(UNARY[op](np.asarray(x, dtype=F32)), dtype=F32)
 
 
 def reduce(op: str, x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
@@ -223,8 +226,7 @@ def reduce(op: str, x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.
     fn, _ = REDUCE[op]
     if op.startswith("bitwise"):
         return fn(x.astype(np.int64), axis=axis, keepdims=keepdims)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.asarray(fn(x, axis=axis, keepdims=keepdims), dtype=F32)
+    return np.asarray(fn(x, axis=axis, keepdims=keepdims), dtype=F32)
 
 
 def is_bitvec(op: str) -> bool:

@@ -1,10 +1,9 @@
 """Memory kinds and the flat storage behind every tensor.
 
 A `Storage` is one allocation: a flat NumPy array in the storage dtype plus what the checks need (which
-buffer it lives in, its partition axis, which elements an output has had written, PSUM accumulation state).
-On-chip allocations are charged against the target's SBUF/PSUM capacity while the storage is alive, so
-Python's own lifetime of a tile stands in for the compiler's liveness: a tile rebound in a loop frees its
-space, a tile kept in a list keeps it.
+buffer it lives in, its partition axis, which elements have been written, PSUM accumulation state). How
+much on-chip memory an allocation occupies, and for how long, is `core.memory`'s business: a storage only
+carries the handle it is given there.
 """
 
 from __future__ import annotations
@@ -12,29 +11,28 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from .. import dtypes
 
-if TYPE_CHECKING:
-    from .context import KernelRun
 
-
-@dataclass(frozen=True)
 class Buffer:
     """A memory kind. Equality is by name so the legacy `nl.hbm` spelling matches `private_hbm`."""
 
-    name: str
+    __slots__ = ("name", "on_chip", "is_hbm")
 
-    @property
-    def on_chip(self) -> bool:
-        return self.name in ("sbuf", "psum")
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.on_chip = name in ("sbuf", "psum")   # asked for every operand of every instruction
+        self.is_hbm = name.endswith("hbm")
 
-    @property
-    def is_hbm(self) -> bool:
-        return self.name.endswith("hbm")
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Buffer) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
 
     def __repr__(self) -> str:
         return f"nl.{self.name}"
@@ -57,6 +55,9 @@ _ids = itertools.count(1)
 class Storage:
     """One allocation. `data` is flat; views compute element offsets into it."""
 
+    __slots__ = ("uid", "shape", "dtype", "buffer", "name", "partition_axis", "written", "psum_fresh", "pending",
+                 "live", "result_mask", "_compute", "partitions", "partition_stride", "_data", "__weakref__")
+
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str = "",
                  partition_axis: int = 0, data: np.ndarray | None = None, track_writes: bool = False) -> None:
         self.uid = next(_ids)
@@ -66,59 +67,82 @@ class Storage:
         self.name = name or f"{buffer.name}_{self.uid}"
         self.partition_axis = partition_axis
         size = math.prod(self.shape)
-        run = _active_run()
-        # shape-only launches (torch fake tensors): zero pages that are never read or written (core.tensor)
-        self.dataless = run is not None and run.shape_only
-        if data is None:
-            if self.dataless:
-                data = np.zeros(size, dtype=dtypes.storage_dtype(dtype))
-            elif buffer == SHARED_HBM and run is not None and run.hbm_data is not None:
-                data = run.hbm_data(self.shape, dtype)  # kernel outputs in the caller's device memory
-                if data is not None:
-                    data[...] = dtypes.sentinel(dtype)
-        if data is None:
-            data = np.full(size, dtypes.sentinel(dtype), dtype=dtypes.storage_dtype(dtype))
-        self.data = data
-        self.written: np.ndarray | None = np.zeros(size, dtype=np.bool_) if track_writes else None
+        self.partitions = self.shape[partition_axis] if self.shape else 1
+        self.partition_stride = math.prod(self.shape[partition_axis + 1:])
+        self._data = data  # made on first use: a result that is never materialised costs no memory
+        psum = buffer.name == "psum"
+        # outputs remember what was written (never-written outputs are an error); PSUM remembers it too,
+        # because a legacy `psum += matmul` into never-written PSUM starts an accumulation group
+        self.written: np.ndarray | None = np.zeros(size, dtype=np.bool_) if track_writes or psum else None
         # PSUM: True where the next `accumulate=None` matmul must overwrite instead of add.
-        self.psum_fresh: np.ndarray | None = np.ones(size, dtype=np.bool_) if buffer == PSUM else None
-        self.pending = None  # a deferred PSUM accumulation group (core.pending)
+        self.psum_fresh: np.ndarray | None = np.ones(size, dtype=np.bool_) if psum else None
+        self.pending: Any = None      # a deferred PSUM accumulation group: anything with .flush()
+        self.live: Any = None         # core.memory's record of where and how long it occupies the chip
+        self.result_mask: Any = None  # the mask= a legacy instruction wrote this (fresh) result tile under
+        self._compute: dict[Any, np.ndarray] | None = None  # fp32 copies of views, until the next write
+
+    @property
+    def data(self) -> np.ndarray:
+        """The flat values; uninitialised memory reads as the sentinel (NaN / 4)."""
+        data = self._data
+        if data is None:
+            data = self._data = np.full(math.prod(self.shape), dtypes.sentinel(self.dtype),
+                                        dtype=dtypes.storage_dtype(self.dtype))
+        return data
 
     @property
     def size(self) -> int:
-        return self.data.size
-
-    @property
-    def partitions(self) -> int:
-        return self.shape[self.partition_axis] if self.shape else 1
-
-    @property
-    def partition_stride(self) -> int:
-        return math.prod(self.shape[self.partition_axis + 1:])
+        return math.prod(self.shape)
 
     @property
     def bytes_per_partition(self) -> int:
         free = math.prod(self.shape) // max(self.partitions, 1)
         return free * dtypes.itemsize(self.dtype)
 
+    @property
+    def block_count(self) -> int:
+        """Legacy block dims (before `nl.par_dim`): how many (P, F) tiles this tensor holds."""
+        return math.prod(self.shape[:self.partition_axis])
+
     def partition_of(self, flat_offsets: np.ndarray | int) -> np.ndarray | int:
         return (flat_offsets // self.partition_stride) % max(self.partitions, 1)
 
+    def flush(self) -> None:
+        """Materialise a deferred accumulation before anyone looks at or changes the data."""
+        group = self.pending
+        if group is not None:
+            self.pending = None
+            group.flush(self)
 
-def _active_run() -> KernelRun | None:
-    from .context import active
+    def changed(self) -> None:
+        """The data is about to change: fp32 copies made for reads are stale."""
+        self._compute = None
 
-    return active()
+    def compute_copy(self, key: Any) -> np.ndarray | None:
+        return self._compute.get(key) if self._compute is not None else None
+
+    def remember_compute_copy(self, key: Any, values: np.ndarray) -> None:
+        """Engines read operands as fp32; a tile read again before it is written (matmul operands reused
+        across an output block) converts once. The copies kept stay under twice the storage's own size."""
+        cache = self._compute
+        if cache is None or (len(cache) + 1) * values.size > 2 * self.data.size + values.size:
+            cache = self._compute = {}
+        cache[key] = values
 
 
-def charge(run: KernelRun, storage: Storage) -> None:
-    """Account an on-chip allocation against capacity for as long as the storage lives."""
-    import weakref
+@dataclass(frozen=True)
+class Placement:
+    """A manual allocation (legacy `ncc.sbuf.mod_alloc(...)`, `ncc.sbuf.alloc(func)`, `psum.mod_alloc`): the
+    buffer, and how many physical (P, F) tiles a block tensor's blocks are laid out on. Passed as the
+    `buffer=` of a tensor declaration."""
 
-    if not storage.buffer.on_chip:
-        return
-    nbytes = storage.bytes_per_partition
-    if storage.buffer == PSUM:
-        nbytes = -(-nbytes // 4) * 4  # psum_min_align = 4 bytes
-    run.memory.allocate(storage.buffer.name, nbytes, storage.name)
-    weakref.finalize(storage, run.memory.release, storage.buffer.name, nbytes)
+    buffer: Buffer
+    free_tiles: int | None = None                    # modulo allocation: blocks share this many tiles
+    address_of: Any = None                           # alloc(func): block index -> (partition, byte offset)
+
+    def physical_tiles(self, block_shape: tuple[int, ...], partitions: int, bytes_per_block: int) -> int | None:
+        if self.address_of is not None:
+            addresses = {tuple(self.address_of(idx, partitions, bytes_per_block))
+                         for idx in itertools.product(*(range(n) for n in block_shape))}
+            return max(len(addresses), 1)
+        return self.free_tiles

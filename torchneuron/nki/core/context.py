@@ -1,4 +1,6 @@
-"""The state of one kernel launch: target, grid position, on-chip capacity, instruction trace.
+"""The state of one kernel launch: target, grid position, on-chip memory, and the one place every
+instruction is issued through (`KernelRun.issue`, `issue_dma`, `issue_move`), which makes its operands
+live and hands it to the cost model.
 
 NKI calls are only legal inside a kernel; they find the launch through `current()`, which raises the
 documented `err_nki_api_outside_of_nki_kernel` when there is none.
@@ -7,43 +9,19 @@ documented `err_nki_api_outside_of_nki_kernel` when there is none.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ERR_OUTSIDE_KERNEL, ERR_PSUM_CAPACITY, ERR_SBUF_CAPACITY, fail
+from ..errors import ERR_OUTSIDE_KERNEL, fail
 from ..hardware import Target
+from .memory import OnChipMemory
+from .tensor import NkiTensor
 
 if TYPE_CHECKING:
     from ..cost import CostModel
-
-
-@dataclass
-class OnChipMemory:
-    """Bytes per partition in use in SBUF and PSUM, against the target's capacity."""
-
-    target: Target
-    used: dict[str, int] = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
-    peak: dict[str, int] = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
-
-    def capacity(self, kind: str) -> int:
-        t = self.target
-        return t.sbuf_bytes_per_partition if kind == "sbuf" else t.psum_bytes_per_partition
-
-    def allocate(self, kind: str, nbytes: int, name: str) -> None:
-        limit = self.capacity(kind)
-        if self.used[kind] + nbytes > limit:
-            code = ERR_SBUF_CAPACITY if kind == "sbuf" else ERR_PSUM_CAPACITY
-            raise fail(code, f"allocating {name!r} needs {nbytes} bytes per partition in {kind.upper()}, but "
-                       f"{self.used[kind]} of {limit} bytes per partition are live on {self.target.name}.",
-                       "use smaller tiles, let earlier tiles go out of scope before allocating new ones, "
-                       "or reuse a buffer instead of keeping tiles in a list.")
-        self.used[kind] += nbytes
-        self.peak[kind] = max(self.peak[kind], self.used[kind])
-
-    def release(self, kind: str, nbytes: int) -> None:
-        self.used[kind] -= nbytes
+    from .buffers import Storage
 
 
 @dataclass
@@ -64,13 +42,40 @@ class KernelRun:
     reduce_regs: Any = None   # the Scalar engine's per-partition reduce registers (ops.elementwise)
     exchange: Any = None      # lnc.CoreExchange when the cores of an LNC launch run concurrently
     kernel_code: Any = None   # the launched function's code: shared_hbm tensors are allocated there only
-    # The torch path (nki.torch_io): where shared_hbm allocations live (a device tensor's memory, so outputs
-    # need no copy), and shape-only launches (fake tensors: storages hold no data, nothing is computed into them).
-    hbm_data: Any = None      # (shape, dtype) -> flat writable array, or None for the simulator's own memory
-    shape_only: bool = False
+    tensor_class: type = NkiTensor  # what allocations return (the launch passes ops.tile.Tile)
+    # torch launches (nki.torch_io): (shape, dtype) -> flat writable memory for a shared_hbm output (a device
+    # tensor's, so the caller gets the result without a copy), or None for the simulator's own memory
+    hbm_data: Any = None
 
     def __post_init__(self) -> None:
         self.memory = OnChipMemory(self.target)
+
+    def _operands(self, tensors: Iterable[Any], tick: int) -> list[Storage]:
+        out = []
+        for t in tensors:
+            if isinstance(t, NkiTensor):
+                st = t.storage
+                if st.live is not None:
+                    st.live.touch(tick, t)
+                out.append(st)
+        return out
+
+    def issue(self, engine: str, cycles: float, reads: Iterable[Any] = (), writes: Iterable[Any] = (),
+              latency_cycles: float = 0.0, flops: float = 0.0) -> None:
+        """A compute instruction on `engine` reading and writing these tensors (non-tensors are skipped)."""
+        tick = self.memory.tick = self.memory.tick + 1
+        self.cost.compute(engine, cycles, self._operands(reads, tick), self._operands(writes, tick),
+                          latency_cycles, flops)
+
+    def issue_dma(self, nbytes: float, descriptors: int, src: NkiTensor, dst: NkiTensor) -> None:
+        """A DMA of `nbytes` cut into `descriptors` contiguous runs."""
+        tick = self.memory.tick = self.memory.tick + 1
+        self.cost.dma(nbytes, descriptors, self._operands((src,), tick), self._operands((dst,), tick))
+
+    def issue_move(self, reads: Iterable[Any], writes: Iterable[Any]) -> None:
+        """A value landing in a tile at no cost (an assignment the compiler folds into the producer)."""
+        tick = self.memory.tick = self.memory.tick + 1
+        self.cost.sync(self._operands(reads, tick), self._operands(writes, tick))
 
 
 _state = threading.local()

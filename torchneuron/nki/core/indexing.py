@@ -23,10 +23,11 @@ class IndexArray:
 
     __array_priority__ = 100  # numpy scalars defer to our operators
 
-    def __init__(self, values: np.ndarray, raw_arange: bool = False) -> None:
+    def __init__(self, values: np.ndarray, raw_arange: bool = False, runtime: bool = False) -> None:
         self.values = np.asarray(values, dtype=np.int64)
         # A bare `nl.arange(n)` is 1-D: the compiler needs it shaped ([:, None] / [None, :]) to index.
         self.raw_arange = raw_arange
+        self.runtime = runtime  # read from an index tile while the kernel runs (indirect access)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -37,10 +38,11 @@ class IndexArray:
         return self.values.ndim
 
     def __getitem__(self, key: Any) -> IndexArray:
-        return IndexArray(self.values[key])
+        return IndexArray(self.values[key], runtime=self.runtime)
 
     def _binary(self, other: Any, fn: Any) -> IndexArray:
-        return IndexArray(fn(self.values, _values(other)))
+        runtime = self.runtime or bool(getattr(other, "runtime", False))
+        return IndexArray(fn(self.values, _values(other)), runtime=runtime)
 
     def __add__(self, o: Any) -> IndexArray: return self._binary(o, np.add)
     def __radd__(self, o: Any) -> IndexArray: return self._binary(o, lambda a, b: b + a)
@@ -50,7 +52,7 @@ class IndexArray:
     def __rmul__(self, o: Any) -> IndexArray: return self._binary(o, lambda a, b: b * a)
     def __floordiv__(self, o: Any) -> IndexArray: return self._binary(o, np.floor_divide)
     def __mod__(self, o: Any) -> IndexArray: return self._binary(o, np.mod)
-    def __neg__(self) -> IndexArray: return IndexArray(-self.values)
+    def __neg__(self) -> IndexArray: return IndexArray(-self.values, runtime=self.runtime)
     def __lshift__(self, o: Any) -> IndexArray: return self._binary(o, np.left_shift)
     def __rshift__(self, o: Any) -> IndexArray: return self._binary(o, np.right_shift)
 

@@ -4,24 +4,29 @@ Element address = offset + sum(strides[k] * i[k]), exactly the access-pattern mo
 so slicing, `.ap(...)`, permutes and broadcasts are free views and every read or write is one NumPy
 operation on the whole tile. Legacy affine-index accesses (`t[i_p, 2*i_f+1]`) become gathers whose bounds
 are checked when an instruction uses them, because only then is the instruction's `mask=` known.
+
+This is the memory model only: views, reads and writes. Instructions, Python operators and assignment are
+built on it in `ops` (`ops.tile.Tile`); every view keeps the class of the tensor it was taken from.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from .. import dtypes
-from ..errors import ERR_1D_ARANGE, ERR_MIXED_INDEXING, ERR_OOB, ERR_SHAPE, ERR_TRUTH_VALUE, fail
-from .buffers import PSUM, Buffer, Storage
+from ..errors import (
+    ERR_1D_ARANGE,
+    ERR_MIXED_INDEXING,
+    ERR_OOB,
+    ERR_SHAPE,
+    ERR_TRUTH_VALUE,
+    fail,
+)
+from .buffers import Buffer, Storage
 from .indexing import IndexArray, Mask
-from .pending import flush
-
-
-_RAW = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
 
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -30,6 +35,25 @@ def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         strides.append(acc)
         acc *= s
     return tuple(reversed(strides))
+
+
+def strided(data: np.ndarray, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+    """The view of flat `data` with an element offset and element strides (no copy). Built with the
+    ndarray constructor over data's buffer: a quarter of as_strided's cost, and ml_dtypes types survive."""
+    item = data.itemsize
+    if 0 in shape:
+        return np.empty(shape, data.dtype)  # nothing to address
+    return np.ndarray(shape, data.dtype, buffer=data, offset=offset * item, strides=tuple(s * item for s in strides))
+
+
+class Bound(NamedTuple):
+    """A gathered dimension: its indices, the dimension's size, and whether the indices are runtime
+    values (an index tile: an indirect DMA) or the affine expressions the compiler sees (`nl.arange`)."""
+
+    dim: int
+    indices: np.ndarray
+    size: int
+    runtime: bool = False
 
 
 def oob(name: str, dim: int, lo: int, hi: int, size: int) -> Exception:
@@ -41,23 +65,34 @@ def oob(name: str, dim: int, lo: int, hi: int, size: int) -> Exception:
 class NkiTensor:
     """A tensor in HBM, SBUF or PSUM as a kernel sees it."""
 
+    __slots__ = ("storage", "shape", "strides", "offset", "pdim", "index", "bounds", "size", "partitions", "checked",
+                 "_views")
     __array_priority__ = 100  # `np_scalar * tile` uses our operators
 
     def __init__(self, storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...] | None, offset: int,
-                 pdim: int | None = 0, index: np.ndarray | None = None,
-                 pending: tuple[tuple[int, np.ndarray, int], ...] = ()) -> None:
+                 pdim: int | None = 0, index: np.ndarray | None = None, bounds: tuple[Bound, ...] = ()) -> None:
         self.storage = storage
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = shape if type(shape) is tuple else tuple(int(s) for s in shape)
         self.strides = strides
         self.offset = int(offset)
         self.pdim = pdim
         self.index = index          # gather views: flat offsets, shape == self.shape
-        self.pending = pending      # gather bounds checked at use: (dim, indices, dim size)
+        self.bounds = bounds        # gather bounds, checked when an instruction uses the view
+        self.size = math.prod(self.shape)
+        self.partitions = self.shape[pdim] if pdim is not None and self.shape else 1
+        self.checked = 0            # the partition limit an operand check passed for (ops.common)
+        self._views: dict[int, np.ndarray] | None = None  # strided views of the storage arrays, by id
 
     @classmethod
     def whole(cls, storage: Storage) -> NkiTensor:
         pdim = storage.partition_axis if storage.buffer.on_chip else 0
         return cls(storage, storage.shape, row_major_strides(storage.shape), 0, pdim)
+
+    def derive(self, shape: tuple[int, ...], strides: tuple[int, ...] | None, offset: int, pdim: int | None = 0,
+               index: np.ndarray | None = None, bounds: tuple[Bound, ...] = (),
+               storage: Storage | None = None) -> NkiTensor:
+        """Another view of the same storage (or of `storage`), of this tensor's class."""
+        return type(self)(storage or self.storage, shape, strides, offset, pdim, index, bounds)
 
     # ---- properties ----
     @property
@@ -77,24 +112,20 @@ class NkiTensor:
         return len(self.shape)
 
     @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
     def itemsize(self) -> int:
         return dtypes.itemsize(self.dtype)
 
     @property
-    def partitions(self) -> int:
-        return self.shape[self.pdim] if self.pdim is not None and self.shape else 1
-
-    @property
     def free_size(self) -> int:
-        return self.size // max(self.partitions, 1)
+        return self.size // (self.partitions or 1)
 
     @property
     def is_gather(self) -> bool:
         return self.index is not None
+
+    def key(self) -> tuple[Any, ...]:
+        """What identifies this view of its storage."""
+        return (self.offset, self.shape, self.strides, self.pdim)
 
     def __repr__(self) -> str:
         return f"NkiTensor({self.name}, shape={self.shape}, dtype={dtypes.name(self.dtype)}, {self.buffer!r})"
@@ -118,63 +149,82 @@ class NkiTensor:
             out += (np.arange(n, dtype=np.int64) * s).reshape(shape)
         return out
 
-    def _strided(self, data: np.ndarray) -> np.ndarray:
-        item = data.itemsize
-        strides = tuple(s * item for s in self.strides or ())
-        if data.dtype.type.__module__.startswith("ml_dtypes"):
-            # as_strided goes through __array_interface__, which loses ml_dtypes types: stride the raw bits
-            raw = data.view(_RAW[item])
-            return as_strided(raw[self.offset:], self.shape, strides).view(data.dtype)
-        return as_strided(data[self.offset:], self.shape, strides)
+    def view_of(self, data: np.ndarray) -> np.ndarray:
+        """This view over one of the storage's flat arrays (data, written, psum_fresh); made once."""
+        views = self._views
+        if views is None:
+            views = self._views = {}
+        v = views.get(id(data))
+        if v is None:
+            v = views[id(data)] = strided(data, self.offset, self.shape, self.strides or ())
+        return v
 
     def check_bounds(self, mask: np.ndarray | None = None) -> None:
-        for dim, idx, size in self.pending:
+        for b in self.bounds:
+            idx = b.indices
             live = idx if mask is None else idx[np.broadcast_to(mask, idx.shape)] if idx.shape else idx
-            bad = (live < 0) | (live >= size)
+            bad = (live < 0) | (live >= b.size)
             if np.any(bad):
-                raise oob(self.name, dim, int(live.min()), int(live.max()), size)
+                raise oob(self.name, b.dim, int(live.min()), int(live.max()), b.size)
 
-    def _safe_index(self, mask: np.ndarray | None) -> np.ndarray:
+    def safe_index(self, mask: np.ndarray | None) -> np.ndarray:
         self.check_bounds(mask)
-        if mask is None or not self.pending:
+        if mask is None or not self.bounds:
             return self.index  # type: ignore[return-value]
         return np.where(np.broadcast_to(mask, self.shape), self.index, 0)
 
     def read(self, mask: np.ndarray | None = None) -> np.ndarray:
         """The values in storage dtype (masked-off gather elements read element 0 instead of faulting)."""
-        if self.storage.dataless:  # shape-only launch: the shape is all there is
-            return np.zeros(self.shape, dtypes.storage_dtype(self.dtype))
-        if self.storage.pending is not None:
-            flush(self.storage)
-        data = self.storage.data
+        st = self.storage
+        if st.pending is not None:
+            st.flush()
         if self.index is None:
-            return self._strided(data)
-        return data[self._safe_index(mask)]
+            return self.view_of(st.data)
+        return st.data[self.safe_index(mask)]
+
+    def read_compute(self, mask: np.ndarray | None = None) -> np.ndarray:
+        """The values as the engines compute with them: fp32. Never mutate the result (it may be the
+        storage itself, or a conversion kept until the storage is next written)."""
+        st = self.storage
+        if st.pending is not None:
+            st.flush()
+        data = st.data
+        if data.dtype == np.float32:
+            return self.view_of(data) if self.index is None else data[self.safe_index(mask)]
+        if self.index is not None:
+            return data[self.safe_index(mask)].astype(np.float32)
+        key = self.key()
+        values = st.compute_copy(key)
+        if values is None:
+            values = self.view_of(data).astype(np.float32)
+            st.remember_compute_copy(key, values)
+        return values
 
     def write(self, values: np.ndarray, mask: np.ndarray | None = None) -> None:
         """Store already-cast `values` (broadcast to this view) where `mask` holds. Bookkeeping: outputs
-        remember what was written; a PSUM element that holds a value is no longer fresh, so the next
-        `accumulate=None` matmul adds to it until another engine reads it."""
+        and PSUM remember what was written; a PSUM element that holds a value is no longer fresh, so the
+        next `accumulate=None` matmul adds to it until another engine reads it."""
         st = self.storage
-        if st.dataless:
+        if st.pending is not None:
+            st.flush()
+        st._compute = None
+        if self.index is None:
+            if mask is None:
+                self.view_of(st.data)[...] = values
+                if st.written is not None:
+                    self.view_of(st.written)[...] = True
+                if st.psum_fresh is not None:
+                    self.view_of(st.psum_fresh)[...] = False
+                return
+            where = np.broadcast_to(mask, self.shape)
+            np.copyto(self.view_of(st.data), values, where=where)
+            if st.written is not None:
+                np.copyto(self.view_of(st.written), True, where=where)
+            if st.psum_fresh is not None:
+                np.copyto(self.view_of(st.psum_fresh), False, where=where)
             return
         values = np.broadcast_to(values, self.shape)
-        if st.pending is not None:
-            flush(st)
-        if self.index is None:
-            targets = [(st.data, values)]
-            if st.written is not None:
-                targets.append((st.written, True))
-            if st.psum_fresh is not None:
-                targets.append((st.psum_fresh, False))
-            for arr, val in targets:
-                view = self._strided(arr)
-                if mask is None:
-                    view[...] = val
-                else:
-                    np.copyto(view, np.broadcast_to(val, self.shape), where=np.broadcast_to(mask, self.shape))
-            return
-        idx = self._safe_index(mask)
+        idx = self.safe_index(mask)
         if mask is not None:
             keep = np.broadcast_to(mask, self.shape)
             idx, values = idx[keep], values[keep]
@@ -184,28 +234,35 @@ class NkiTensor:
         if st.psum_fresh is not None:
             st.psum_fresh[idx] = False
 
+    def written_values(self) -> np.ndarray:
+        """Which elements of this view have ever been written (HBM outputs and PSUM)."""
+        written = self.storage.written
+        assert written is not None
+        return self.view_of(written) if self.index is None else written[self.index]
+
     def psum_mark(self, fresh: bool, mask: np.ndarray | None = None) -> None:
         """PSUM accumulation groups: a read by another engine ends the group (next matmul overwrites)."""
-        if self.storage.psum_fresh is None:
+        st = self.storage
+        if st.psum_fresh is None:
             return
-        if self.storage.pending is not None:
-            flush(self.storage)
+        if st.pending is not None:
+            st.flush()
         if self.index is None:
-            view = self._strided(self.storage.psum_fresh)
+            view = self.view_of(st.psum_fresh)
             if mask is None:
                 view[...] = fresh
             else:
                 np.copyto(view, fresh, where=np.broadcast_to(mask, self.shape))
         else:
-            idx = self._safe_index(mask)
-            self.storage.psum_fresh[idx if mask is None else idx[np.broadcast_to(mask, self.shape)]] = fresh
+            idx = self.safe_index(mask)
+            st.psum_fresh[idx if mask is None else idx[np.broadcast_to(mask, self.shape)]] = fresh
 
     def psum_fresh_values(self) -> np.ndarray:
         fresh = self.storage.psum_fresh
         assert fresh is not None
         if self.storage.pending is not None:
-            flush(self.storage)
-        return self._strided(fresh) if self.index is None else fresh[self.index]
+            self.storage.flush()
+        return self.view_of(fresh) if self.index is None else fresh[self.index]
 
     def numpy(self) -> np.ndarray:
         return np.array(self.read())
@@ -220,11 +277,15 @@ class NkiTensor:
         return self._basic(key)
 
     def _normalise_key(self, key: Any) -> tuple[Any, ...]:
-        key = key if isinstance(key, tuple) else (key,)
+        key = key if type(key) is tuple else (key,)
         out: list[Any] = []
         for k in key:
-            if isinstance(k, NkiTensor):  # indirect: an on-chip index tile
-                k = IndexArray(k.read().astype(np.int64))
+            kind = type(k)
+            if kind is slice or kind is int:
+                out.append(k)
+                continue
+            if isinstance(k, NkiTensor):  # indirect: an on-chip index tile, known only when the kernel runs
+                k = IndexArray(k.read().astype(np.int64), runtime=True)
             elif isinstance(k, Mask):
                 raise fail(ERR_SHAPE, "a predicate cannot index a tensor.", "pass it as mask= instead.")
             elif not isinstance(k, (slice, IndexArray, type(None), type(Ellipsis))):
@@ -240,8 +301,11 @@ class NkiTensor:
         return tuple(out)
 
     def _basic(self, key: tuple[Any, ...]) -> NkiTensor:
+        """Slices and integers. An integer drops its dimension, except that a result stays at least 2-D
+        (the last integer dims are kept, size 1: `A[0:128, i]` is a (128, 1) column) and, on chip, the
+        partition dimension is never dropped."""
         shape, strides, offset = [], [], self.offset
-        droppable: list[int] = []  # result positions of free-dim integers on chip (kept if rank < 2)
+        droppable: list[int] = []  # result positions of integers that may be dropped
         pdim, dim = None, 0
         on_chip = self.buffer.on_chip
         for k in key:
@@ -255,13 +319,12 @@ class NkiTensor:
                 if not 0 <= i < size:
                     raise oob(self.name, dim, k, k, size)
                 offset += i * stride
-                if on_chip:
-                    if dim == self.pdim:
-                        pdim = len(shape)
-                    else:
-                        droppable.append(len(shape))
-                    shape.append(1)
-                    strides.append(stride)
+                if on_chip and dim == self.pdim:
+                    pdim = len(shape)
+                else:
+                    droppable.append(len(shape))
+                shape.append(1)
+                strides.append(stride)
             else:
                 start, stop, step = k.start, k.stop, k.step
                 step = 1 if step is None else int(step)
@@ -285,19 +348,18 @@ class NkiTensor:
                 pdim = len(shape)
             shape.append(self.shape[rest])
             strides.append(self.strides[rest])  # type: ignore[index]
-        # integers on free dims disappear unless the on-chip result would drop below 2-D
         keep = set()
-        while droppable and len(shape) - len(droppable) + len(keep) < 2:
-            keep.add(droppable.pop())
-        drop = [p for p in droppable if p not in keep]
-        for p in sorted(drop, reverse=True):
+        if self.ndim >= 2:
+            while droppable and len(shape) - len(droppable) < 2:
+                keep.add(droppable.pop())
+        for p in sorted((p for p in droppable if p not in keep), reverse=True):
             del shape[p]
             del strides[p]
             if pdim is not None and pdim > p:
                 pdim -= 1
         if not on_chip:
             pdim = 0
-        return NkiTensor(self.storage, tuple(shape), tuple(strides), offset, pdim)
+        return self.derive(tuple(shape), tuple(strides), offset, pdim)
 
     def _affine_gather(self, key: tuple[Any, ...]) -> NkiTensor:
         if any(isinstance(k, slice) or k is None for k in key):
@@ -314,19 +376,19 @@ class NkiTensor:
                        "nl.arange(512)[None, :] for the free dimension.")
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
         index = np.full(shape, self.offset, dtype=np.int64)
-        pending = []
+        bounds = []
         for dim, k in enumerate(key):
             stride = self.strides[dim]  # type: ignore[index]
             if isinstance(k, IndexArray):
                 vals = np.broadcast_to(k.values, shape)
-                pending.append((dim, vals, self.shape[dim]))
+                bounds.append(Bound(dim, vals, self.shape[dim], k.runtime))
                 index = index + vals * stride
             else:
                 i = k + self.shape[dim] if k < 0 else k
                 if not 0 <= i < self.shape[dim]:
                     raise oob(self.name, dim, k, k, self.shape[dim])
                 index = index + i * stride
-        return NkiTensor(self.storage, shape, None, 0, 0, index=index, pending=tuple(pending))
+        return self.derive(shape, None, 0, 0, index=index, bounds=tuple(bounds))
 
     def _index_gather(self, key: tuple[Any, ...]) -> NkiTensor:
         """Indexing a gather view again: index its offset array with the same bounds rules."""
@@ -341,88 +403,8 @@ class NkiTensor:
                        "keep indices inside the tile.") from None
         flat = picked.reshape(picked.shape if picked.ndim else (1,))
         offsets = self.index.reshape(-1)[flat]  # type: ignore[union-attr]
-        return NkiTensor(self.storage, flat.shape, None, 0, 0, index=offsets, pending=())
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        from ..ops.common import assign
-        view = self[key]
-        if isinstance(value, NkiTensor) and value.storage is view.storage and value.offsets().shape == view.shape \
-                and np.array_equal(value.offsets(), view.offsets()):
-            return  # `t[i] += x` writes in place already, then Python stores the same view back
-        assign(view, value)
-
-    # ---- legacy tile operators (NkiTensor of the current API defines none) ----
-    def _op(self, name: str, other: Any, reverse: bool = False) -> NkiTensor:
-        from ..ops.elementwise import operator_call
-        return operator_call(name, other, self) if reverse else operator_call(name, self, other)
-
-    def __add__(self, o: Any) -> NkiTensor: return self._op("add", o)
-    def __radd__(self, o: Any) -> NkiTensor: return self._op("add", o, True)
-    def __sub__(self, o: Any) -> NkiTensor: return self._op("subtract", o)
-    def __rsub__(self, o: Any) -> NkiTensor: return self._op("subtract", o, True)
-    def __mul__(self, o: Any) -> NkiTensor: return self._op("multiply", o)
-    def __rmul__(self, o: Any) -> NkiTensor: return self._op("multiply", o, True)
-    def __truediv__(self, o: Any) -> NkiTensor: return self._op("divide", o)
-    def __rtruediv__(self, o: Any) -> NkiTensor: return self._op("divide", o, True)
-    def __pow__(self, o: Any) -> NkiTensor: return self._op("power", o)
-    def __lshift__(self, o: Any) -> NkiTensor: return self._op("left_shift", o)
-    def __rshift__(self, o: Any) -> NkiTensor: return self._op("right_shift", o)
-    def __and__(self, o: Any) -> NkiTensor: return self._op("bitwise_and", o)
-    def __or__(self, o: Any) -> NkiTensor: return self._op("bitwise_or", o)
-    def __xor__(self, o: Any) -> NkiTensor: return self._op("bitwise_xor", o)
-    def __lt__(self, o: Any) -> NkiTensor: return self._op("less", o)
-    def __le__(self, o: Any) -> NkiTensor: return self._op("less_equal", o)
-    def __gt__(self, o: Any) -> NkiTensor: return self._op("greater", o)
-    def __ge__(self, o: Any) -> NkiTensor: return self._op("greater_equal", o)
-    def __eq__(self, o: Any) -> NkiTensor: return self._op("equal", o)  # type: ignore[override]
-    def __ne__(self, o: Any) -> NkiTensor: return self._op("not_equal", o)  # type: ignore[override]
-    __hash__ = object.__hash__
-
-    def __neg__(self) -> NkiTensor:
-        from ..ops.elementwise import operator_call
-        return operator_call("multiply", self, -1.0)
-
-    def _inplace(self, name: str, other: Any) -> NkiTensor:
-        from ..ops.elementwise import inplace_call
-        inplace_call(name, self, other)
-        return self
-
-    def __iadd__(self, o: Any) -> NkiTensor: return self._inplace("add", o)
-    def __isub__(self, o: Any) -> NkiTensor: return self._inplace("subtract", o)
-    def __imul__(self, o: Any) -> NkiTensor: return self._inplace("multiply", o)
-    def __itruediv__(self, o: Any) -> NkiTensor: return self._inplace("divide", o)
-
-    # ---- views (current API methods; legacy tile methods reshape/astype/view/broadcast_to) ----
-    def _views(self) -> Any:
-        from . import views
-        return views
-
-    def reshape(self, *shape: Any) -> NkiTensor: return self._views().reshape(self, *shape)
-    def permute(self, *dims: Any) -> NkiTensor: return self._views().permute(self, *dims)
-    def slice(self, dim: int, start: int = 0, end: int | None = None, step: int = 1) -> NkiTensor:
-        return self._views().slice_dim(self, dim, start, end, step)
-    def select(self, dim: int, index: Any) -> NkiTensor: return self._views().select(self, dim, index)
-    def vector_select(self, dim: int, vector_offset: Any) -> NkiTensor:
-        return self._views().vector_select(self, dim, vector_offset)
-    def broadcast(self, dim: int, size: int) -> NkiTensor: return self._views().broadcast(self, dim, size)
-    def broadcast_to(self, shape: Any) -> NkiTensor: return self._views().broadcast_to(self, shape)
-    def expand_dim(self, dim: int) -> NkiTensor: return self._views().expand_dim(self, dim)
-    def squeeze_dim(self, dim: int) -> NkiTensor: return self._views().squeeze_dim(self, dim)
-    def reshape_dim(self, dim: int, shape: Any) -> NkiTensor: return self._views().reshape_dim(self, dim, shape)
-    def flatten_dims(self, start: int = 0, end: int = -1) -> NkiTensor:
-        return self._views().flatten_dims(self, start, end)
-    def rearrange(self, pattern: str, **sizes: int) -> NkiTensor: return self._views().rearrange(self, pattern, **sizes)
-    def view(self, dtype: Any) -> NkiTensor: return self._views().reinterpret(self, dtype)
-    reinterpret_cast = view
-    def get_pattern(self) -> list[list[int]]: return self._views().get_pattern(self)
-    def ap(self, pattern: Any, offset: int | None = None, scalar_offset: Any = None, vector_offset: Any = None,
-           indirect_dim: int = 0, dtype: Any = None) -> NkiTensor:
-        return self._views().access_pattern(self, pattern, offset, scalar_offset, vector_offset, indirect_dim, dtype)
-
-    def astype(self, dtype: Any) -> NkiTensor:
-        from ..ops.elementwise import copy_as
-        return copy_as(self, dtype)
+        return self.derive(flat.shape, None, 0, 0, index=offsets)
 
 
 def is_psum(t: Any) -> bool:
-    return isinstance(t, NkiTensor) and t.buffer == PSUM
+    return isinstance(t, NkiTensor) and t.buffer.name == "psum"

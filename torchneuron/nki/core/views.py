@@ -12,8 +12,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from .. import dtypes
 from ..errors import ERR_INVALID_ARG, ERR_MEMORY, ERR_OOB, ERR_SHAPE, fail
-from .pending import flush
-from .tensor import NkiTensor
+from .buffers import SBUF, Storage
+from .tensor import Bound, NkiTensor
 
 
 def _shape_arg(shape: Any) -> tuple[int, ...]:
@@ -32,11 +32,11 @@ def _dim(t: NkiTensor, dim: int) -> int:
 
 def _new(t: NkiTensor, shape: tuple[int, ...], strides: tuple[int, ...], offset: int | None = None,
          pdim: int | None = 0) -> NkiTensor:
-    return NkiTensor(t.storage, shape, strides, t.offset if offset is None else offset, pdim)
+    return t.derive(shape, strides, t.offset if offset is None else offset, pdim)
 
 
 def _gather(t: NkiTensor, index: np.ndarray) -> NkiTensor:
-    return NkiTensor(t.storage, index.shape, None, 0, 0, index=index, pending=())
+    return t.derive(index.shape, None, 0, 0, index=index)
 
 
 def reshape(t: NkiTensor, *shape: Any) -> NkiTensor:
@@ -197,7 +197,6 @@ def rearrange(t: NkiTensor, pattern: str, **sizes: int) -> NkiTensor:
 
 def reinterpret(t: NkiTensor, dtype: Any) -> NkiTensor:
     """Same bytes, another dtype of the same width (a free view; widths differ -> copy would be needed)."""
-    from .buffers import Storage
 
     dt = dtypes.as_dtype(dtype)
     if dtypes.itemsize(dt) != t.itemsize:
@@ -205,11 +204,11 @@ def reinterpret(t: NkiTensor, dtype: Any) -> NkiTensor:
                    f"({t.itemsize} -> {dtypes.itemsize(dt)} bytes).", "reinterpret only between types of the "
                    "same width, or copy with nl.copy(x, dtype=...) to convert values.")
     st = t.storage
-    flush(st)
+    st.flush()
     alias = Storage(st.shape, dt, st.buffer, st.name, st.partition_axis,
                     data=st.data.view(dtypes.storage_dtype(dt)))
-    alias.written, alias.psum_fresh = st.written, st.psum_fresh
-    return NkiTensor(alias, t.shape, t.strides, t.offset, t.pdim, t.index, t.pending)
+    alias.written, alias.psum_fresh, alias.live = st.written, st.psum_fresh, st.live
+    return t.derive(t.shape, t.strides, t.offset, t.pdim, t.index, t.bounds, storage=alias)
 
 
 def get_pattern(t: NkiTensor) -> list[list[int]]:
@@ -232,7 +231,7 @@ def access_pattern(t: NkiTensor, pattern: Any, offset: int | None, scalar_offset
         base += value * math.prod(st.shape[indirect_dim + 1:])
     shape = tuple(n for _, n in pairs)
     strides = tuple(s for s, _ in pairs)
-    view = NkiTensor(st, shape, strides, base, 0)
+    view = t.derive(shape, strides, base, 0)
     if vector_offset is None:
         extent = base + sum((n - 1) * s for s, n in pairs if s > 0)
         low = base + sum((n - 1) * s for s, n in pairs if s < 0)
@@ -247,8 +246,8 @@ def access_pattern(t: NkiTensor, pattern: Any, offset: int | None, scalar_offset
         lead = offs.shape[0]
         per_row = rows[:lead].reshape((lead,) + (1,) * (offs.ndim - 1))
         index = offs - (np.arange(lead) * strides[0]).reshape(per_row.shape) + per_row * row_elems
-        out = NkiTensor(st, shape, None, 0, 0, index=index,
-                        pending=((indirect_dim, np.broadcast_to(per_row, shape), st.shape[indirect_dim]),))
+        out = t.derive(shape, None, 0, 0, index=index,
+                       bounds=(Bound(indirect_dim, np.broadcast_to(per_row, shape), st.shape[indirect_dim], True),))
     if dtype is not None:
         out = reinterpret(out, dtype)
     return out
@@ -260,7 +259,6 @@ def vector_select(t: NkiTensor, dim: int, vector_offset: Any) -> NkiTensor:
     """Per-partition indirect rows of an HBM tensor: result[p, ...] = t[vector_offset[p], ...], shape
     (vector_offset.shape[0], *t.shape[1:]). Indices are bounds-checked when the view is used (so
     `dma_copy(oob_mode=skip)` can drop them)."""
-    from .buffers import SBUF
     d = _dim(t, dim)
     if d != 0:
         raise fail(ERR_INVALID_ARG, f"vector_select on `{t.name}` selects dimension {d}; only dimension 0 is "
@@ -283,5 +281,4 @@ def vector_select(t: NkiTensor, dim: int, vector_offset: Any) -> NkiTensor:
     base = t.offsets()[:1]                                           # the row-0 offsets of the view
     shape = (p,) + tuple(t.shape[1:])
     index = base + rows * t.strides[0]  # type: ignore[index]
-    return NkiTensor(t.storage, shape, None, 0, 0, index=index,
-                     pending=((0, np.broadcast_to(rows, shape), t.shape[0]),))
+    return t.derive(shape, None, 0, 0, index=index, bounds=(Bound(0, np.broadcast_to(rows, shape), t.shape[0], True),))

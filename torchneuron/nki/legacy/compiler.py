@@ -1,32 +1,44 @@
 """`neuronxcc.nki.compiler`: allocation and scheduling directives. They steer the compiler's placement,
-not results, so on the simulator they select the buffer kind and otherwise leave the kernel unchanged
-(capacity is still checked from the tiles that are alive)."""
+not results: on the simulator they select the buffer kind and, for block tensors, how many physical tiles
+the blocks occupy (what capacity is charged, `core.memory`); addresses themselves are not modelled."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..core.buffers import PSUM, SBUF, Buffer
+from ..core.buffers import PSUM, SBUF, Buffer, Placement
 
 
-class _Allocator:
-    def __init__(self, buffer: Buffer) -> None:
-        self.buffer = buffer
+class _SbufAllocator:
+    buffer: Buffer = SBUF
 
-    def auto_alloc(self, *args: Any, **kwargs: Any) -> Buffer:
+    def auto_alloc(self) -> Buffer:
         return self.buffer
 
-    def mod_alloc(self, *args: Any, **kwargs: Any) -> Buffer:
-        return self.buffer
+    def mod_alloc(self, base_addr: int = 0, *, base_partition: int = 0, num_par_tiles: tuple[int, ...] = (),
+                  num_free_tiles: tuple[int, ...] = ()) -> Placement:
+        """Blocks placed modulo `num_free_tiles` physical tiles along the free dim (tiles stacked along
+        partitions, `num_par_tiles`, take no extra bytes per partition)."""
+        return Placement(self.buffer, math.prod(num_free_tiles) if num_free_tiles else 1)
 
-    def alloc(self, func: Callable[..., Any] | None = None, *args: Any, **kwargs: Any) -> Buffer:
-        return self.buffer
+    def alloc(self, func: Callable[..., Any]) -> Placement:
+        """`func(block_index, pdim_size, fdim_size_bytes) -> (start_partition, byte_offset)` per block."""
+        return Placement(self.buffer, address_of=func)
 
 
-sbuf = _Allocator(SBUF)
-psum = _Allocator(PSUM)
+class _PsumAllocator(_SbufAllocator):
+    buffer = PSUM
+
+    def mod_alloc(self, base_bank: int = 0, *, base_addr: int = 0,  # type: ignore[override]
+                  num_bank_tiles: tuple[int, ...] = ()) -> Placement:
+        return Placement(self.buffer, math.prod(num_bank_tiles) if num_bank_tiles else 1)
+
+
+sbuf = _SbufAllocator()
+psum = _PsumAllocator()
 
 
 def _passthrough(func: Callable[..., Any] | None = None, **kwargs: Any) -> Any:

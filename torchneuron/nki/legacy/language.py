@@ -5,19 +5,32 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from .. import dtypes as _dt
+from ..core import context as _ctx
 from ..core.indexing import IndexArray, Mask, arange, mgrid, par_dim  # noqa: F401
+from ..core.tensor import NkiTensor
 from ..kernel import nc, spmd_dim  # noqa: F401
 from ..lang_common import *  # noqa: F403
 from ..lang_common import __all__ as _common
 from ..ops import elementwise as _ew
 
 
-def static_cast(arr: Any, dtype: Any, **kwargs: Any) -> Any:
-    """Cast a tile to `dtype` (round to nearest even, saturating for integers)."""
-    return _ew.copy_as(arr, dtype)
+def static_cast(arr: Any, dtype: Any) -> Any:
+    """Cast to `dtype` as the engines do (round to nearest even; integers saturate). Inside a kernel it
+    casts a tile (a copy instruction); outside, on a host array, it returns the cast NumPy array, which
+    is how tests build inputs and golden outputs in the kernel's precision."""
+    if isinstance(arr, NkiTensor) or _ctx.active() is not None:
+        return _ew.copy_as(arr, dtype)
+    values = np.asarray(arr)
+    dt = _dt.as_dtype(dtype)
+    if values.dtype.kind in "iub":
+        return _dt.cast(values, dt)
+    return _dt.cast(_dt.to_compute(values.astype(np.float32) if values.dtype == np.float64 else values), dt)
 
 
-def loop_reduce(x: Any, op: Any, loop_indices: Any, **kwargs: Any) -> Any:
+def loop_reduce(x: Any, op: Any, loop_indices: Any) -> Any:
     """Legacy hint that `x` is reduced across loop iterations; eager execution already did the reduction."""
     return x
 

@@ -10,9 +10,9 @@ import numpy as np
 
 from .. import dtypes
 from ..core import context
-from ..core.buffers import PSUM, SBUF, SHARED_HBM, Buffer, Storage, charge
+from ..core.buffers import PSUM, SBUF, SHARED_HBM, Buffer, Storage
 from ..core.indexing import Mask, split_shape
-from ..core.tensor import NkiTensor
+from ..core.tensor import NkiTensor, row_major_strides
 from ..errors import (
     ERR_LEADING_PARTITION,
     ERR_MAX_DIMS,
@@ -80,6 +80,8 @@ def check_partitions(t: Operand, api: str, arg: str, limit: int | None = None) -
     if not isinstance(t, NkiTensor) or not t.buffer.on_chip:
         return
     pmax = limit or context.current().target.pmax
+    if t.checked == pmax:  # the same view passed before (layouts never change)
+        return
     if t.ndim > 5:
         raise fail(ERR_MAX_DIMS, f"operand '{arg}' of '{api}' has {t.ndim} dimensions; engines access at most a "
                    "partition dim plus 4 free dims.", "flatten free dimensions (reshape) first.")
@@ -103,14 +105,15 @@ def check_partitions(t: Operand, api: str, arg: str, limit: int | None = None) -
         raise fail(ERR_START_PARTITION, f"operand '{arg}' of '{api}' spans {p} partitions starting at partition "
                    f"{start}; {p} partitions may only start at {allowed}.",
                    "align the tile's first partition (32-partition quadrants), or copy it to partition 0.")
+    t.checked = pmax
 
 
 def read(t: Operand, mask: np.ndarray | None = None) -> Any:
-    """An operand as the engines see it: fp32 array (or a scalar)."""
+    """An operand as the engines see it: fp32 array (or a scalar). Never mutate the result."""
     if isinstance(t, NkiTensor):
-        if t.buffer == PSUM:
+        if t.storage.psum_fresh is not None:
             t.psum_mark(True)
-        return dtypes.to_compute(t.read(mask_for(mask, t.shape)))
+        return t.read_compute(mask_for(mask, t.shape) if mask is not None else None)
     if isinstance(t, (np.ndarray, np.generic)):
         return np.asarray(t, dtype=np.float32)
     return np.float32(t)
@@ -125,19 +128,48 @@ def read_raw(t: Operand, mask: np.ndarray | None = None) -> Any:
 
 def write(dst: NkiTensor, values: Any, mask: np.ndarray | None = None, api: str = "") -> None:
     values = np.asarray(values)
+    if values.shape != dst.shape:
+        try:
+            np.broadcast_shapes(values.shape, dst.shape)
+        except ValueError:
+            raise fail(ERR_SHAPE, f"'{api}' produces shape {values.shape} but its destination `{dst.name}` has "
+                       f"shape {dst.shape}.", "make the destination tile the shape of the result.") from None
+        if values.size > dst.size:
+            raise fail(ERR_SHAPE, f"'{api}' produces shape {values.shape}, larger than destination `{dst.name}` "
+                       f"{dst.shape}.", "make the destination tile the shape of the result.")
+    dst.write(dtypes.cast(values, dst.dtype), mask_for(mask, dst.shape) if mask is not None else None)
+
+
+def output_mask(api: str, mask: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A `mask=` over an instruction's output: which elements it writes. A mask that does not fit the
+    output is an error, never ignored."""
+    if mask is None:
+        return None
     try:
-        np.broadcast_shapes(values.shape, dst.shape)
+        return np.broadcast_to(mask, shape)
     except ValueError:
-        raise fail(ERR_SHAPE, f"'{api}' produces shape {values.shape} but its destination `{dst.name}` has shape "
-                   f"{dst.shape}.", "make the destination tile the shape of the result.") from None
-    if values.shape != dst.shape and values.size > dst.size:
-        raise fail(ERR_SHAPE, f"'{api}' produces shape {values.shape}, larger than destination `{dst.name}` "
-                   f"{dst.shape}.", "make the destination tile the shape of the result.")
-    dst.write(dtypes.cast(values, dst.dtype), mask_for(mask, dst.shape))
+        raise fail(ERR_SHAPE, f"'{api}': mask= of shape {np.shape(mask)} does not fit its output {shape}.",
+                   "build the predicate from index expressions over the output tile (nl.mgrid over its shape).") \
+            from None
 
 
-def storages(*ts: Any) -> list[Storage]:
-    return [t.storage for t in ts if isinstance(t, NkiTensor)]
+def input_mask(api: str, mask: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
+    """A `mask=` over a reduction's input: which elements take part."""
+    if mask is None:
+        return None
+    try:
+        return np.broadcast_to(mask, shape)
+    except ValueError:
+        raise fail(ERR_SHAPE, f"'{api}': mask= of shape {np.shape(mask)} fits neither its input {shape} nor "
+                   "its output.", "build the predicate from index expressions over the input tile.") from None
+
+
+def mark_result(dst: NkiTensor, mask: np.ndarray | None) -> NkiTensor:
+    """A fresh result tile of an instruction run under `mask=`: only the masked elements are its value
+    (see `assign`)."""
+    if mask is not None:
+        dst.storage.result_mask = mask
+    return dst
 
 
 def broadcast_shape(api: str, *operands: Operand) -> tuple[int, ...]:
@@ -153,8 +185,10 @@ def broadcast_shape(api: str, *operands: Operand) -> tuple[int, ...]:
                    "give operands the same partition count; free dims must match or be 1.") from None
 
 
-def allocate(shape: Any, dtype: Any, buffer: Buffer = SBUF, name: str = "") -> NkiTensor:
-    """A new tensor in `buffer`, charged to the kernel's on-chip capacity and filled with the sentinel."""
+def allocate(shape: Any, dtype: Any, buffer: Buffer = SBUF, name: str = "",
+             physical_tiles: int | None = None) -> NkiTensor:
+    """A new tensor in `buffer`, filled with the sentinel; on chip it occupies capacity while it is live
+    (`core.memory`). `physical_tiles`: a manually placed block tensor's physical tile count."""
     run = context.current()
     plain, paxis = split_shape(shape)
     dt = dtypes.as_dtype(dtype)
@@ -167,25 +201,37 @@ def allocate(shape: Any, dtype: Any, buffer: Buffer = SBUF, name: str = "") -> N
                        f"split the leading dimension into tiles of {run.target.pmax} partitions.")
     if buffer == SHARED_HBM:
         return _shared(run, plain, dt, name)
+    if buffer.is_hbm and run.api == "legacy" and _at_kernel_level(run):
+        # legacy kernels return nl.hbm outputs: one tensor for the whole grid, as shared_hbm is
+        return _shared(run, plain, dt, name, buffer)
     st = Storage(plain, dt, buffer, name, paxis, track_writes=buffer.is_hbm)
-    charge(run, st)
-    return NkiTensor.whole(st)
+    if buffer.on_chip:
+        run.memory.place(st, physical_tiles)
+    return run.tensor_class.whole(st)
 
 
 _SHARED_LOCK = threading.Lock()  # LNC programs allocate shared tensors from two threads
 
 
-def _shared(run: context.KernelRun, shape: tuple[int, ...], dt: np.dtype, name: str) -> NkiTensor:
+def _at_kernel_level(run: context.KernelRun) -> bool:
     frame = kernel_frame()
-    if run.kernel_code is not None and frame is not None and frame.f_code is not run.kernel_code:
-        raise fail(ERR_SHARED_HBM_LEVEL, f"shared_hbm tensor {name or ''!r} is allocated in `{frame.f_code.co_name}`, "
+    return run.kernel_code is None or frame is None or frame.f_code is run.kernel_code
+
+
+def _shared(run: context.KernelRun, shape: tuple[int, ...], dt: np.dtype, name: str,
+            buffer: Buffer = SHARED_HBM) -> NkiTensor:
+    if buffer == SHARED_HBM and not _at_kernel_level(run):
+        frame = kernel_frame()
+        where = frame.f_code.co_name if frame is not None else "?"
+        raise fail(ERR_SHARED_HBM_LEVEL, f"shared_hbm tensor {name or ''!r} is allocated in `{where}`, "
                    "not in the kernel function itself.", "allocate kernel outputs in the @nki.jit function's body "
                    "and pass them to helpers.")
     with _SHARED_LOCK:
-        return _shared_locked(run, shape, dt, name)
+        return _shared_locked(run, shape, dt, name, buffer)
 
 
-def _shared_locked(run: context.KernelRun, shape: tuple[int, ...], dt: np.dtype, name: str) -> NkiTensor:
+def _shared_locked(run: context.KernelRun, shape: tuple[int, ...], dt: np.dtype, name: str,
+                   buffer: Buffer) -> NkiTensor:
     i = run.shared_next
     run.shared_next += 1
     if i < len(run.shared):
@@ -194,24 +240,37 @@ def _shared_locked(run: context.KernelRun, shape: tuple[int, ...], dt: np.dtype,
             raise fail(ERR_SHAPE, f"shared_hbm tensor {name or st.name!r} is allocated as {shape} "
                        f"{dtypes.name(dt)} by program {run.program_ids} but as {st.shape} {dtypes.name(st.dtype)} by "
                        "program 0.", "allocate kernel outputs with the same shape in every program of the grid.")
-        return NkiTensor.whole(st)
-    st = Storage(shape, dt, SHARED_HBM, name, 0, track_writes=True)
+        return run.tensor_class.whole(st)
+    data = run.hbm_data(shape, dt) if run.hbm_data is not None else None
+    if data is not None:
+        data[...] = dtypes.sentinel(dt)  # uninitialised, as the simulator's own memory
+    st = Storage(shape, dt, buffer, name, 0, data=data, track_writes=True)
+    st.data  # noqa: B018  (made now, under the lock: the programs of an LNC launch share it from two threads)
     run.shared.append(st)
-    return NkiTensor.whole(st)
+    return run.tensor_class.whole(st)
 
 
 def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
-    """`tile[...] = value`: the value lands in the tile (the compiler writes results in place, no cost)."""
+    """`tile[...] = value`: the value lands in the tile (the compiler has the producing instruction write
+    there directly, at no cost). A result the producer wrote under `mask=` lands only where the mask held,
+    as the instruction writing in place would leave the other elements of the destination alone."""
     run = context.current()
     source = value.buffer.name if isinstance(value, NkiTensor) else "a constant"
     if view.buffer.is_hbm or (isinstance(value, NkiTensor) and value.buffer.is_hbm):
         raise fail(ERR_MEMORY, f"assigning {source} to `{view.name}` in '{view.buffer.name}' moves data between HBM "
                    "and the chip: that is a DMA, not an assignment.", "use nl.load / nl.store / nisa.dma_copy.")
     if isinstance(value, NkiTensor):
+        produced = value.storage.result_mask
+        if produced is not None and value.index is None and value.offset == 0 \
+                and value.shape == value.storage.shape and value.strides == row_major_strides(value.shape):
+            produced = np.broadcast_to(produced, value.shape)
+            mask = produced if mask is None else (np.broadcast_to(mask, value.shape) & produced)
         vals = value.read(mask_for(mask, value.shape))
         if value.buffer == PSUM:
             value.psum_mark(True)
-        src = [value.storage]
+        # a result the previous instruction just produced is written into the tile by that instruction
+        # itself (the compiler folds the copy): it does not stay live for the assignment
+        src = [] if run.memory.produced_last(value.storage) else [value]
     else:
         vals = np.asarray(value)
         vals = vals.astype(np.float32) if vals.dtype == np.float64 else vals
@@ -225,5 +284,7 @@ def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
     if vals.dtype != dtypes.storage_dtype(view.dtype):
         # integers cast directly (saturating), anything else goes through fp32 like an engine write
         vals = dtypes.cast(vals if vals.dtype.kind in "iub" else dtypes.to_compute(vals), view.dtype)
-    view.write(vals, mask)
-    run.cost.sync(src, [view.storage])
+    if mask is not None and np.shape(vals) != view.shape:
+        vals = np.broadcast_to(vals, view.shape)
+    view.write(vals, mask_for(mask, view.shape) if mask is not None else None)
+    run.issue_move(src, [view])

@@ -1,8 +1,9 @@
 """DMA: HBM <-> SBUF copies (`nl.load` / `nl.store` / `nisa.dma_copy`), DMA transposes, constants.
 
 A DMA moves elements between any two views with the same element count, converting dtype through fp32.
-Its cost is the bytes moved at the target's per-queue bandwidth, with short contiguous runs charged as a
-whole descriptor (reference §3: DMA is efficient only for long runs per partition).
+Its cost is the bytes moved at the target's per-queue bandwidth plus a fixed cost per descriptor (one
+contiguous run), so short runs are inefficient (reference §3: DMA is efficient only for long runs per
+partition; `cost.DMA_DESCRIPTOR_NS`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,22 @@ from .. import dtypes
 from ..core import alu, context
 from ..core.buffers import HBM, PSUM, SBUF, SHARED_HBM, Storage
 from ..core.tensor import NkiTensor
-from ..errors import ERR_HBM_INIT, ERR_MEMORY, ERR_SHAPE, ERR_STORE_SHAPE, fail
-from .common import allocate, check_partitions, mask_for, write
+from ..errors import (
+    ERR_HBM_INIT,
+    ERR_MEMORY,
+    ERR_SHAPE,
+    ERR_STORE_SHAPE,
+    NkiDmaIndexError,
+    fail,
+)
+from .common import (
+    allocate,
+    check_partitions,
+    mark_result,
+    mask_for,
+    output_mask,
+    write,
+)
 
 
 def _chunks(t: NkiTensor) -> int:
@@ -41,7 +56,25 @@ def record_dma(src: NkiTensor, dst: NkiTensor, hw_transpose: bool = False) -> No
     destination's runs count; without it a transposing copy moves one element per descriptor."""
     nbytes = dst.size * dtypes.itemsize(dst.dtype)
     runs = _chunks(dst) if hw_transpose else max(_chunks(src), _chunks(dst))
-    context.current().cost.dma(nbytes, runs, [src.storage], [dst.storage])
+    context.current().issue_dma(nbytes, runs, src, dst)
+
+
+def _check_indirect(view: NkiTensor, mask: np.ndarray | None) -> None:
+    """An indirect access (runtime indices) outside the tensor fails the DMA, as on hardware with
+    oob_mode=error. (Affine `nl.arange` indices are checked as the compiler does, with the documented
+    `err_tensor_access_out_of_bound` message, when the view is read.)"""
+    runtime = [b for b in view.bounds if b.runtime]
+    if not runtime:
+        return
+    bad = np.zeros(view.shape, dtype=np.bool_)
+    for b in runtime:
+        bad |= np.broadcast_to((b.indices < 0) | (b.indices >= b.size), view.shape)
+    if mask is not None:
+        bad &= np.broadcast_to(mask, view.shape)
+    if bad.any():
+        raise NkiDmaIndexError(int(view.index[bad][0]), view.storage.size, view.name,  # type: ignore[index]
+                               "keep the index tile inside the tensor, or pass oob_mode=nisa.oob_mode.skip to drop "
+                               "out-of-range rows.")
 
 
 def _transfer(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None, api: str, oob_skip: bool = False,
@@ -54,10 +87,14 @@ def _transfer(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None, api: str,
     if oob_skip:
         ok = np.ones(src.shape, dtype=np.bool_)
         for view, m in ((src, smask), (dst, dmask)):
-            for _, idx, size in view.pending:
-                ok &= np.broadcast_to((idx >= 0) & (idx < size), src.shape) if idx.shape == src.shape else True
+            for b in view.bounds:
+                idx = b.indices
+                ok &= np.broadcast_to((idx >= 0) & (idx < b.size), src.shape) if idx.shape == src.shape else True
         smask = ok if smask is None else (ok & smask)
         dmask = smask if src.shape == dst.shape else dmask
+    else:
+        _check_indirect(src, smask)
+        _check_indirect(dst, dmask)
     values = src.read(smask)
     if src.shape != dst.shape:
         values = values.reshape(dst.shape)
@@ -91,7 +128,7 @@ def load(src: NkiTensor, dtype: Any = None, mask: np.ndarray | None = None, api:
     shape = src.shape if len(src.shape) >= 2 else (1,) * (2 - len(src.shape)) + src.shape
     dst = allocate(shape, dtype if dtype is not None else src.dtype, SBUF)
     _transfer(dst, src, mask, api)
-    return dst
+    return mark_result(dst, mask)
 
 
 def store(dst: NkiTensor, value: Any, mask: np.ndarray | None = None, api: str = "store") -> None:
@@ -128,13 +165,22 @@ def load_transpose2d(src: NkiTensor, dtype: Any = None, mask: np.ndarray | None 
     return dst
 
 
-def dma_transpose(dst: NkiTensor, src: NkiTensor, axes: Any = None, api: str = "dma_transpose") -> None:
+def dma_transpose(dst: NkiTensor, src: NkiTensor, axes: Any = None, api: str = "dma_transpose",
+                  mask: np.ndarray | None = None) -> None:
+    """dst = src permuted by `axes` (default: reversed), on the DMA engine's transpose hardware; a mask
+    over dst limits what is written."""
     from ..core import views
     if dtypes.itemsize(src.dtype) not in (2, 4):
         raise fail(ERR_MEMORY, f"'{api}' supports 2- and 4-byte dtypes, got {dtypes.name(src.dtype)}.",
                    "transpose on the Tensor engine (nisa.nc_transpose) instead.")
     order = tuple(axes) if axes is not None else tuple(reversed(range(src.ndim)))
-    _transfer(dst, views.permute(src, *order), None, api, hw_transpose=True)
+    view = views.permute(src, *order)
+    if mask is not None:
+        mask = output_mask(api, mask, dst.shape)
+        if view.shape != dst.shape:
+            raise fail(ERR_SHAPE, f"'{api}' with mask= needs dst shaped like the transposed src {view.shape}.",
+                       "allocate dst with the transposed shape.")
+    _transfer(dst, view, mask, api, hw_transpose=True)
 
 
 def shared_constant(constant: Any, dtype: Any = None) -> NkiTensor:
@@ -142,7 +188,7 @@ def shared_constant(constant: Any, dtype: Any = None) -> NkiTensor:
     dt = dtypes.as_dtype(dtype if dtype is not None else (arr.dtype if arr.dtype != np.float64 else np.float32))
     st = Storage(arr.shape, dt, SHARED_HBM, data=dtypes.cast(arr.astype(np.float32) if arr.dtype.kind == "f" else arr,
                                                              dt).reshape(-1).copy())
-    return NkiTensor.whole(st)
+    return context.current().tensor_class.whole(st)
 
 
 def hbm_array(shape: Any, dtype: Any, buffer: Any = HBM, name: str = "", init: Any = None) -> NkiTensor:

@@ -21,14 +21,16 @@ from ..errors import (
     ERR_PARTITIONS,
     fail,
 )
+from . import matmul_group
 from .common import (
     allocate,
     broadcast_shape,
     check_on_chip,
     check_partitions,
+    mark_result,
+    mask_for,
     read,
     read_raw,
-    storages,
     write,
 )
 
@@ -43,10 +45,12 @@ def _per_partition(t: Any) -> int:
 def strided_penalty(*operands: Any) -> float:
     """Free-dim steps wider than 16 bytes halve SBUF bandwidth (reference §3): such instructions take 2x."""
     for t in operands:
-        if isinstance(t, NkiTensor) and t.buffer.on_chip and t.strides and t.index is None:
-            free = [s for d, s in enumerate(t.strides) if d != t.pdim and t.shape[d] > 1]
-            if free and abs(free[-1]) * t.itemsize > 16:
-                return 2.0
+        if isinstance(t, NkiTensor) and t.strides and t.index is None and t.buffer.on_chip:
+            for d in range(len(t.shape) - 1, -1, -1):  # the innermost free dim that moves
+                if d != t.pdim and t.shape[d] > 1:
+                    if abs(t.strides[d]) * t.itemsize > 16:
+                        return 2.0
+                    break
     return 1.0
 
 
@@ -63,7 +67,7 @@ def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine:
         two = len(tensors) >= 2 and not any(t.buffer == PSUM for t in tensors) and not fast
         cycles = cost.vector_cycles(run.target, n, 2 if two else 1, fast, kind)
     cycles *= strided_penalty(dst, *inputs)
-    run.cost.compute(engine, cycles, storages(*inputs), [dst.storage], cost.SBUF_ACCESS_CYCLES)
+    run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES)
 
 
 def _engine_name(engine: Any, default: str) -> str:
@@ -179,8 +183,7 @@ def activation(dst: NkiTensor, op: Any, data: Any, bias: Any = None, scale: Any 
     run = context.current()
     reduce_registers(api, out, reduce_op, reduce_res, reduce_cmd)
     cycles = cost.scalar_cycles(_per_partition(dst), reduce_res is not None) * strided_penalty(dst, data)
-    run.cost.compute("scalar", cycles,
-                     storages(data, bias, scale), storages(dst, reduce_res), cost.SBUF_ACCESS_CYCLES)
+    run.issue("scalar", cycles, (data, bias, scale), (dst, reduce_res), cost.SBUF_ACCESS_CYCLES)
 
 
 def reduce_registers(api: str, out: np.ndarray, reduce_op: Any, reduce_res: NkiTensor | None, reduce_cmd: Any) -> None:
@@ -229,7 +232,6 @@ def tensor_copy(dst: NkiTensor, src: Any, engine: Any = None, mask: np.ndarray |
     if isinstance(src, NkiTensor) and src.dtype == dst.dtype and eng != "scalar":
         if src.buffer == PSUM:
             src.psum_mark(True)
-        from .common import mask_for
         dst.write(np.broadcast_to(src.read(mask_for(mask, src.shape)), dst.shape), mask_for(mask, dst.shape))
     else:
         write(dst, read(src, mask), mask, api)
@@ -242,7 +244,7 @@ def memset(dst: NkiTensor, value: Any, engine: Any = None, mask: np.ndarray | No
     run = context.current()
     n = dst.free_size
     fast = dst.itemsize == 2 and float(value) == 0.0
-    run.cost.compute(_engine_name(engine, "vector"), max(cost.MIN_II, n // 2 if fast else n), [], [dst.storage])
+    run.issue(_engine_name(engine, "vector"), max(cost.MIN_II, n // 2 if fast else n), (), (dst,))
 
 
 # ---- nl element-wise functions (return new tiles) ----
@@ -271,7 +273,7 @@ def nl_binary(name: str, x: Any, y: Any, dtype: Any = None, mask: np.ndarray | N
         tensor_scalar(dst, x, name, y, mask=mask, api=f"nl.{name}")
     else:
         tensor_scalar(dst, y, name, x, reverse0=True, mask=mask, api=f"nl.{name}")
-    return dst
+    return mark_result(dst, mask)
 
 
 _VECTOR_UNARY = {"abs", "negative", "sign", "ceil", "floor", "trunc", "logical_not", "invert", "copy", "reciprocal"}
@@ -291,7 +293,7 @@ def nl_unary(name: str, x: Any, dtype: Any = None, mask: np.ndarray | None = Non
         _vector_cost(f"nl.{name}", dst, [x], "tensor_scalar")
     else:
         activation(dst, name, x, mask=mask, api=f"nl.{name}")
-    return dst
+    return mark_result(dst, mask)
 
 
 def operator_call(name: str, a: Any, b: Any) -> NkiTensor:
@@ -316,9 +318,18 @@ def inplace_call(name: str, target: NkiTensor, other: Any) -> None:
         raise fail(ERR_MEMORY, f"in-place '{name}' on HBM tensor `{target.name}`.", "accumulate in an SBUF/PSUM tile "
                    "and nl.store it.")
     if name == "add" and target.buffer == PSUM and isinstance(other, NkiTensor) and other.buffer == PSUM:
-        values = read(target) + read(other)
-        write(target, values, None, "+=")
-        run.cost.sync(storages(target, other), [target.storage])
+        # `psum += nl.matmul(...)`: the matmul accumulates in PSUM itself. Elements never written start
+        # the accumulation group (on hardware the group's first matmul overwrites), so an uninitialised
+        # `nl.ndarray(..., buffer=nl.psum)` accumulator works as on hardware.
+        if matmul_group.merge_into(target, other):
+            run.issue_move((target, other), (target,))
+            return
+        incoming = read(other)
+        started = target.written_values()
+        values = incoming if not started.any() else np.where(started, read(target) + incoming, incoming)
+        produced = other.storage.result_mask if other.shape == other.storage.shape else None
+        write(target, values, mask_for(produced, target.shape) if produced is not None else None, "+=")
+        run.issue_move((target, other), (target,))
         return
     if isinstance(other, NkiTensor):
         tensor_tensor(target, target, other, name, api=f"{name}=")

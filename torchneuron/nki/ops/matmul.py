@@ -7,11 +7,29 @@ from typing import Any
 import numpy as np
 
 from .. import cost, dtypes
-from ..core import context, pending
+from ..core import context
 from ..core.buffers import PSUM, SBUF
 from ..core.tensor import NkiTensor
-from ..errors import ERR_DIM_LIMIT, ERR_DTYPE, ERR_PARTITION_MISMATCH, ERR_PARTITIONS, ERR_SHAPE, fail
-from .common import allocate, check_buffer, check_partitions, mask_for, read, storages, write
+from ..errors import (
+    ERR_DIM_LIMIT,
+    ERR_DTYPE,
+    ERR_PARTITION_MISMATCH,
+    ERR_PARTITIONS,
+    ERR_SHAPE,
+    fail,
+)
+from . import matmul_group
+from .common import (
+    allocate,
+    check_buffer,
+    check_partitions,
+    input_mask,
+    mark_result,
+    mask_for,
+    output_mask,
+    read,
+    write,
+)
 from .elementwise import tensor_copy
 
 _FP32_FAMILY = (dtypes.float32, dtypes.tfloat32)
@@ -152,32 +170,29 @@ def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, accumula
         a = _as_2d(stationary, read(stationary, mask_for(mask, stationary.shape)))
         b = _as_2d(moving, read(moving, mask_for(mask, moving.shape)))
     fraction = _check_tiling(api, stationary.partitions, m, tile_position, tile_size)
-    deferrable = mask is None and dst.index is None and not (is_transpose and dst.dtype not in _FP32_FAMILY)
-    group = dst.storage.pending
-    if group is not None and (not deferrable or accumulate is False or group.key != pending.view_key(dst)):
-        pending.flush(dst.storage)
+    transposing = is_transpose and dst.dtype not in _FP32_FAMILY  # a PE transpose passes values through
+    st = dst.storage
+    group = st.pending
+    deferrable = mask is None and dst.index is None and not transposing
+    if group is not None and (not deferrable or accumulate is False or group.key != dst.key()):
+        st.flush()
         group = None
     if deferrable:
         if group is None:
-            group = dst.storage.pending = pending.PendingMatmul(pending.view_key(dst), accumulate)
+            group = matmul_group.PendingMatmul(dst.key(), accumulate)
         # fp32 operands may still be views of SBUF: snapshot them, the kernel may overwrite the tiles
         group.stationary.append(a.copy() if np.may_share_memory(a, stationary.storage.data) else a)
         group.moving.append(b.copy() if np.may_share_memory(b, moving.storage.data) else b)
+        st.pending = group
     else:
-        result = pending.shape_result(dst, pending.product(a, b))
-        if is_transpose and dst.dtype not in _FP32_FAMILY:
+        result = matmul_group.shape_result(dst, matmul_group.product(a, b))
+        if transposing:
             write(dst, result, mask, api)
         else:
-            if accumulate is True:
-                result = read(dst) + result
-            elif accumulate is None:
-                fresh = dst.psum_fresh_values()
-                if not fresh.all():
-                    result = np.where(fresh, result, dtypes.to_compute(dst.read()) + result)
-            write(dst, result, mask, api)
+            matmul_group.accumulate_into(dst, result, accumulate, mask_for(mask, dst.shape))
     fp32 = stationary.dtype in _FP32_FAMILY and moving.dtype in _FP32_FAMILY
-    run.cost.compute("tensor", cost.matmul_cycles(m, n, fp32) * fraction, storages(stationary, moving),
-                     [dst.storage], cost.MM_INIT_LATENCY, flops=2.0 * k * m * n)
+    run.issue("tensor", cost.matmul_cycles(m, n, fp32) * fraction, (stationary, moving), (dst,), cost.MM_INIT_LATENCY,
+              flops=2.0 * k * m * n)
 
 
 def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = None, mask: np.ndarray | None = None,
@@ -195,12 +210,15 @@ def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = None, mask: np.n
     values = _as_2d(data, data.read(mask_for(mask, data.shape)))
     if data.buffer == PSUM:
         data.psum_mark(True)
+    out_mask = None
+    if mask is not None:  # a mask over the input tile: the transposed elements it selects are written
+        out_mask = _as_2d(data, input_mask(api, mask, data.shape)).T.reshape(dst.shape)
     dst.write(dtypes.cast(values.T.reshape(dst.shape), dst.dtype) if values.dtype != dtypes.storage_dtype(dst.dtype)
-              else values.T.reshape(dst.shape))
+              else values.T.reshape(dst.shape), out_mask)
     if eng == "tensor":
-        run.cost.compute("tensor", cost.pe_transpose_cycles(p, f), [data.storage], [dst.storage], cost.MM_INIT_LATENCY)
+        run.issue("tensor", cost.pe_transpose_cycles(p, f), (data,), (dst,), cost.MM_INIT_LATENCY)
     else:
-        run.cost.compute("vector", cost.vector_cycles(run.target, f), [data.storage], [dst.storage])
+        run.issue("vector", cost.vector_cycles(run.target, f), (data,), (dst,))
 
 
 def nl_matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False, mask: np.ndarray | None = None) -> NkiTensor:
@@ -216,21 +234,23 @@ def nl_matmul(x: NkiTensor, y: NkiTensor, transpose_x: bool = False, mask: np.nd
         stationary = x
     dst = allocate((stationary.free_size, y.free_size), dtypes.float32, PSUM)
     nc_matmul(dst, stationary, y, accumulate=False, mask=None, api="matmul")
+    if mask is not None:  # a mask over the [M, N] result: the elements the instruction writes
+        mark_result(dst, output_mask("matmul", mask, dst.shape))
     return dst
 
 
-def nl_transpose(x: NkiTensor, dtype: Any = None, buffer: Any = SBUF) -> NkiTensor:
+def nl_transpose(x: NkiTensor, dtype: Any = None, buffer: Any = SBUF, mask: np.ndarray | None = None) -> NkiTensor:
     dt = dtypes.as_dtype(dtype) if dtype is not None else x.dtype
     if x.buffer == SBUF:
         out = allocate((x.free_size, x.partitions), x.dtype, PSUM)
-        nc_transpose(out, x, api="transpose")
+        nc_transpose(out, x, mask=mask, api="transpose")
     else:
         out = allocate((x.free_size, x.partitions), x.dtype, SBUF if x.buffer == PSUM else PSUM)
-        nc_transpose(out, x, engine="vector", api="transpose")
+        nc_transpose(out, x, engine="vector", mask=mask, api="transpose")
     if out.buffer == buffer and dt == out.dtype:
         return out
     final = allocate(out.shape, dt, buffer)
     write(final, read(out), None, "transpose")
-    context.current().cost.compute("vector", cost.vector_cycles(context.current().target, final.free_size, kind="copy"),
-                                   [out.storage], [final.storage])
+    run = context.current()
+    run.issue("vector", cost.vector_cycles(run.target, final.free_size, kind="copy"), (out,), (final,))
     return final

@@ -11,8 +11,8 @@ from .. import cost, dtypes
 from ..core import alu, context
 from ..core.indexing import IndexArray
 from ..core.tensor import NkiTensor
-from ..errors import ERR_DIM_LIMIT, ERR_INVALID_ARG, ERR_SHAPE, fail
-from .common import check_on_chip, check_partitions, mask_array, read, read_raw, storages, write
+from ..errors import ERR_INVALID_ARG, ERR_SHAPE, fail
+from .common import check_on_chip, check_partitions, output_mask, read, read_raw, write
 
 
 def charge(engine: str, dst: NkiTensor, inputs: list[Any], cycles: float | None = None) -> None:
@@ -21,7 +21,7 @@ def charge(engine: str, dst: NkiTensor, inputs: list[Any], cycles: float | None 
     n = dst.free_size
     if cycles is None:
         cycles = cost.gpsimd_cycles(n) if engine == "gpsimd" else max(cost.MIN_II, n)
-    run.cost.compute(engine, cycles, storages(*inputs), [dst.storage], cost.SBUF_ACCESS_CYCLES)
+    run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES)
 
 
 def pattern_values(shape: tuple[int, ...], pattern: Any, offset: int, channel_multiplier: int) -> np.ndarray:
@@ -40,78 +40,22 @@ def pattern_values(shape: tuple[int, ...], pattern: Any, offset: int, channel_mu
     return vals.reshape(shape).astype(np.int32)
 
 
-def iota(dst: NkiTensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0, api: str = "iota") -> None:
+def iota(dst: NkiTensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0, api: str = "iota",
+         mask: np.ndarray | None = None) -> None:
     check_on_chip(dst, api, "dst")
     check_partitions(dst, api, "dst")
     if isinstance(pattern, (IndexArray, int, np.integer)):
         vals = np.broadcast_to(np.asarray(pattern.values if isinstance(pattern, IndexArray) else pattern), dst.shape)
     else:
         vals = pattern_values(dst.shape, pattern, int(offset), int(channel_multiplier))
-    dst.write(dtypes.cast(vals.astype(np.int64) if dtypes.is_int(dst.dtype) else vals.astype(np.float32), dst.dtype))
+    dst.write(dtypes.cast(vals.astype(np.int64) if dtypes.is_int(dst.dtype) else vals.astype(np.float32), dst.dtype),
+              output_mask(api, mask, dst.shape))
     charge("gpsimd", dst, [])
 
 
-def affine_select(dst: NkiTensor, predicate: Any, on_true_tile: Any, on_false_value: Any, api: str = "affine_select",
-                  mask: np.ndarray | None = None) -> None:
-    check_on_chip(dst, api, "dst")
-    check_partitions(dst, api, "dst")
-    pred = np.broadcast_to(mask_array(predicate) if not isinstance(predicate, np.ndarray) else predicate, dst.shape)
-    write(dst, np.where(pred, read(on_true_tile, mask), np.float32(on_false_value)), mask, api)
-    charge("gpsimd", dst, [on_true_tile])
-
-
-def affine_select_pattern(dst: NkiTensor, pattern: Any, channel_multiplier: int, on_true_tile: Any,
-                          on_false_value: Any, cmp_op: Any = "equal", offset: int = 0) -> None:
-    """Current form: the predicate is cmp_op(affine value, 0) for the iota-style pattern."""
-    vals = pattern_values(dst.shape, pattern, int(offset), int(channel_multiplier)).astype(np.float32)
-    pred = alu.binary(alu.op_name(cmp_op, "cmp_op"), vals, np.float32(0)) != 0
-    affine_select(dst, pred, on_true_tile, on_false_value)
-
-
-def tensor_copy_predicated(dst: NkiTensor, src: Any, predicate: Any, reverse_pred: bool = False,
-                           mask: np.ndarray | None = None, api: str = "tensor_copy_predicated") -> None:
-    check_on_chip(dst, api, "dst")
-    pred = read(predicate) != 0 if isinstance(predicate, NkiTensor) else np.asarray(mask_array(predicate))
-    if reverse_pred:
-        pred = ~pred
-    if mask is not None:
-        pred = pred & np.broadcast_to(mask, pred.shape)
-    src_vals = read(src) if isinstance(src, NkiTensor) else np.float32(src)
-    dst.write(dtypes.cast(np.broadcast_to(src_vals, dst.shape), dst.dtype), np.broadcast_to(pred, dst.shape))
-    charge("vector", dst, [src, predicate])
-
-
-def select_reduce(dst: NkiTensor, predicate: Any, on_true: Any, on_false: Any, reduce_res: NkiTensor | None = None,
-                  reduce_op: Any = "maximum", reverse_pred: bool = False, api: str = "select_reduce") -> None:
-    pred = read(predicate) != 0
-    if reverse_pred:
-        pred = ~pred
-    out = np.where(pred, read(on_true), read(on_false))
-    write(dst, out, None, api)
-    if reduce_res is not None:
-        red = alu.reduce(alu.op_name(reduce_op), out.reshape(out.shape[0], -1), (1,), True)
-        write(reduce_res, red.reshape(reduce_res.shape), None, api)
-    charge("vector", dst, [predicate, on_true, on_false])
-
-
-def range_select(dst: NkiTensor, on_true_tile: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,
-                 reduce_res: NkiTensor | None = None, reduce_op: Any = "maximum", range_start: int = 0,
-                 on_false_value: float = float(np.finfo(np.float32).min), api: str = "range_select") -> None:
-    x = read(on_true_tile).reshape(dst.partitions, -1)
-    idx = (np.arange(x.shape[1], dtype=np.float32) + range_start)[None, :]
-    b0 = read(bound0).reshape(-1, 1) if isinstance(bound0, NkiTensor) else np.float32(bound0)
-    b1 = read(bound1).reshape(-1, 1) if isinstance(bound1, NkiTensor) else np.float32(bound1)
-    keep = (alu.binary(alu.op_name(comp_op0), idx, b0) != 0) & (alu.binary(alu.op_name(comp_op1), idx, b1) != 0)
-    out = np.where(keep, x, np.float32(on_false_value))
-    write(dst, out.reshape(dst.shape), None, api)
-    if reduce_res is not None:
-        red = alu.reduce(alu.op_name(reduce_op), out, (1,), True)
-        write(reduce_res, red.reshape(reduce_res.shape), None, api)
-    charge("vector", dst, [on_true_tile, bound0, bound1])
-
-
 def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
-                       reverse0: bool = False, reverse1: bool = False, api: str = "tensor_tensor_scan") -> None:
+                       reverse0: bool = False, reverse1: bool = False, api: str = "tensor_tensor_scan",
+                       mask: np.ndarray | None = None) -> None:
     """res[:, i] = op1(op0(data0[:, i], res[:, i-1]), data1[:, i]); a sequential scan along the free dim."""
     a = read(data0).reshape(dst.partitions, -1)
     b = read(data1).reshape(dst.partitions, -1)
@@ -122,47 +66,12 @@ def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0
         t = alu.binary(n0, prev, a[:, i]) if reverse0 else alu.binary(n0, a[:, i], prev)
         prev = alu.binary(n1, b[:, i], t) if reverse1 else alu.binary(n1, t, b[:, i])
         out[:, i] = prev
-    write(dst, out.reshape(dst.shape), None, api)
+    write(dst, out.reshape(dst.shape), output_mask(api, mask, dst.shape), api)
     charge("vector", dst, [data0, data1, initial], max(cost.MIN_II, 2 * dst.free_size))
 
 
-def max8(dst: NkiTensor, src: NkiTensor, api: str = "max8") -> None:
-    x = read(src).reshape(src.partitions, -1)
-    if x.shape[1] < 8:
-        raise fail(ERR_DIM_LIMIT, f"'{api}' needs at least 8 elements per partition, got {x.shape[1]}.",
-                   "pad the tile.")
-    top = -np.sort(-x, axis=1)[:, :8]
-    write(dst, top.reshape(dst.shape), None, api)
-    charge("vector", dst, [src], max(cost.MIN_II, src.free_size))
-
-
-def nc_find_index8(dst: NkiTensor, data: NkiTensor, vals: NkiTensor, api: str = "nc_find_index8") -> None:
-    x = read(data).reshape(data.partitions, -1)
-    v = read(vals).reshape(vals.partitions, -1)[:, :8]
-    hit = x[:, None, :] == v[:, :, None]
-    idx = np.where(hit.any(axis=2), hit.argmax(axis=2), np.iinfo(np.uint32).max).astype(np.int64)
-    write(dst, idx.reshape(dst.shape), None, api)
-    charge("vector", dst, [data, vals], max(cost.MIN_II, data.free_size))
-
-
-def nc_match_replace8(dst: NkiTensor, data: NkiTensor, vals: NkiTensor, imm: float,
-                      dst_idx: NkiTensor | None = None, api: str = "nc_match_replace8") -> None:
-    x = read(data).reshape(data.partitions, -1).copy()
-    v = read(vals).reshape(vals.partitions, -1)[:, :8]
-    found = np.full(v.shape, np.iinfo(np.uint32).max, dtype=np.int64)
-    for k in range(v.shape[1]):  # eight values: each replaces its first remaining match
-        hit = x == v[:, k:k + 1]
-        rows = hit.any(axis=1)
-        col = hit.argmax(axis=1)
-        x[rows, col[rows]] = np.float32(imm)
-        found[rows, k] = col[rows]
-    write(dst, x.reshape(dst.shape), None, api)
-    if dst_idx is not None:
-        write(dst_idx, found.reshape(dst_idx.shape), None, api)
-    charge("vector", dst, [data, vals], max(cost.MIN_II, data.free_size))
-
-
-def nc_stream_shuffle(dst: NkiTensor, src: NkiTensor, shuffle_mask: Any, api: str = "nc_stream_shuffle") -> None:
+def nc_stream_shuffle(dst: NkiTensor, src: NkiTensor, shuffle_mask: Any, api: str = "nc_stream_shuffle",
+                      mask: np.ndarray | None = None) -> None:
     """Within each 32-partition quadrant, dst partition i takes src partition shuffle_mask[i] (255: keep)."""
     m = list(shuffle_mask)
     if len(m) != 32:
@@ -176,7 +85,7 @@ def nc_stream_shuffle(dst: NkiTensor, src: NkiTensor, shuffle_mask: Any, api: st
     moved = (picks != 255) & (sources < x.shape[0])
     rows = x[sources[moved]]
     out[moved] = rows if x.dtype == out.dtype else dtypes.cast(dtypes.to_compute(rows), dst.dtype)
-    dst.write(out.reshape(dst.shape))
+    dst.write(out.reshape(dst.shape), output_mask(api, mask, dst.shape))
     charge("vector", dst, [src])
 
 
@@ -242,15 +151,20 @@ def rng_bits(dst: NkiTensor, api: str = "rng", engine: str = "vector") -> None:
     charge("gpsimd" if engine == "gpsimd" else "vector", dst, [])
 
 
-def dropout(dst: NkiTensor, data: Any, prob: Any, api: str = "dropout") -> None:
-    p = float(read(prob).reshape(-1)[0]) if isinstance(prob, NkiTensor) else float(prob)
-    x = read(data)
+def dropout(dst: NkiTensor, data: Any, prob: Any, api: str = "dropout", mask: np.ndarray | None = None) -> None:
+    """Each element is zeroed with probability `prob`: a scalar, or a (P, 1) tile of per-partition rates."""
+    if isinstance(prob, NkiTensor):
+        p = read(prob).reshape((prob.partitions,) + (1,) * (dst.ndim - 1))
+    else:
+        p = np.float32(prob)
+    x = read(data, mask)
     keep = rng_state().draw().random(x.shape, dtype=np.float32) >= p
-    write(dst, np.where(keep, x, np.float32(0)), None, api)
+    write(dst, np.where(keep, x, np.float32(0)), mask, api)
     charge("vector", dst, [data])
 
 
-def gather_flattened(dst: NkiTensor, data: NkiTensor, indices: NkiTensor, api: str = "gather_flattened") -> None:
+def gather_flattened(dst: NkiTensor, data: NkiTensor, indices: NkiTensor, api: str = "gather_flattened",
+                     mask: np.ndarray | None = None) -> None:
     x = read_raw(data).reshape(data.partitions, -1)
     idx = read_raw(indices).astype(np.int64).reshape(indices.partitions, -1)
     if np.any((idx < 0) | (idx >= x.shape[1])):
@@ -258,7 +172,7 @@ def gather_flattened(dst: NkiTensor, data: NkiTensor, indices: NkiTensor, api: s
         raise oob(data.name, 1, int(idx.min()), int(idx.max()), x.shape[1])
     out = np.take_along_axis(x, idx, axis=1)
     dst.write(out.reshape(dst.shape) if out.dtype == dtypes.storage_dtype(dst.dtype)
-              else dtypes.cast(dtypes.to_compute(out), dst.dtype).reshape(dst.shape))
+              else dtypes.cast(dtypes.to_compute(out), dst.dtype).reshape(dst.shape), mask)
     charge("gpsimd", dst, [data, indices])
 
 
@@ -302,7 +216,8 @@ def local_gather_cycles(num_valid: int, num_elem: int, itemsize: int) -> float:
 
 
 def local_gather(dst: NkiTensor, src_buffer: NkiTensor, index: NkiTensor, num_elem_per_idx: int = 1,
-                 num_valid_indices: int | None = None, api: str = "local_gather") -> None:
+                 num_valid_indices: int | None = None, api: str = "local_gather",
+                 mask: np.ndarray | None = None) -> None:
     """Each GpSimd core (16 partitions) flattens its 16-partition slice of `index` partition-first, keeps the
     first `num_valid_indices`, and every partition p of the core gathers `num_elem_per_idx` contiguous
     elements of its own flattened free dims at each index: dst[p, k, e] = src[p, idx_core[k] + e]."""
@@ -339,7 +254,7 @@ def local_gather(dst: NkiTensor, src_buffer: NkiTensor, index: NkiTensor, num_el
         from ..core.tensor import oob
         raise oob(src_buffer.name, 1, int(cols.min()), int(cols.max()), x.shape[1])
     cols = np.repeat(cols, GPSIMD_CORE_PARTITIONS, axis=0).reshape(p, -1)  # each core's 16 partitions share it
-    dst.write(np.take_along_axis(x, cols, axis=1).reshape(dst.shape))
+    dst.write(np.take_along_axis(x, cols, axis=1).reshape(dst.shape), output_mask(api, mask, dst.shape))
     charge("gpsimd", dst, [src_buffer, index], local_gather_cycles(valid, elem, src_buffer.itemsize))
 
 
@@ -371,7 +286,8 @@ def nonzero_with_count(dst: NkiTensor, src: NkiTensor, index_offset: Any = 0, pa
     charge("gpsimd", dst, [src], cost.gpsimd_cycles(src.free_size))
 
 
-def sequence_bounds(dst: NkiTensor, segment_ids: NkiTensor, api: str = "sequence_bounds") -> None:
+def sequence_bounds(dst: NkiTensor, segment_ids: NkiTensor, api: str = "sequence_bounds",
+                    mask: np.ndarray | None = None) -> None:
     """For a (1, n) tile of segment IDs: dst[0, 0, i] = first index of i's run of equal IDs, dst[0, 1, i] = one
     past its last; padding (ID 0) gets start n and end -1."""
     _gpsimd_sbuf(api, dst=dst, segment_ids=segment_ids)
@@ -394,7 +310,7 @@ def sequence_bounds(dst: NkiTensor, segment_ids: NkiTensor, api: str = "sequence
     end = np.minimum.accumulate(np.where(end_run, pos + 1, n)[::-1])[::-1]
     pad = s == 0
     out = np.stack([np.where(pad, n, start), np.where(pad, -1, end)]).astype(np.float32)
-    write(dst, out.reshape(dst.shape), None, api)
+    write(dst, out.reshape(dst.shape), output_mask(api, mask, dst.shape), api)
     charge("gpsimd", dst, [segment_ids], cost.gpsimd_cycles(n))
 
 
@@ -446,6 +362,5 @@ def rand_set_state(src_seeds: NkiTensor, engine: Any = None, api: str = "rand_se
     _check_rng_tile(api, "src_seeds", src_seeds, eng, (SBUF,))
     state = np.asarray(read_raw(src_seeds), dtype=np.uint32).reshape(src_seeds.partitions, -1)
     rng_state(eng).set_state(state, RNG_STATE_WORDS[eng])
-    context.current().cost.compute(eng, cost.gpsimd_cycles(src_seeds.free_size) if eng == "gpsimd"
-                                   else max(cost.MIN_II, src_seeds.free_size), storages(src_seeds), [],
-                                   cost.SBUF_ACCESS_CYCLES)
+    context.current().issue(eng, cost.gpsimd_cycles(src_seeds.free_size) if eng == "gpsimd"
+                            else max(cost.MIN_II, src_seeds.free_size), (src_seeds,), (), cost.SBUF_ACCESS_CYCLES)

@@ -12,7 +12,16 @@ from ..core import alu, context
 from ..core.buffers import SBUF
 from ..core.tensor import NkiTensor
 from ..errors import ERR_DIM_LIMIT, ERR_INVALID_ARG, ERR_REDUCE_AXIS, ERR_SHAPE, fail
-from .common import allocate, check_on_chip, check_partitions, read, read_raw, storages, write
+from .common import (
+    allocate,
+    check_on_chip,
+    check_partitions,
+    input_mask,
+    output_mask,
+    read,
+    read_raw,
+    write,
+)
 
 
 def normalise_axes(t: NkiTensor, axis: Any, api: str) -> tuple[int, ...]:
@@ -51,7 +60,7 @@ def tensor_reduce(dst: NkiTensor, op: Any, data: NkiTensor, axis: Any, negate: b
     run = context.current()
     n = data.free_size
     fast = data.dtype == dtypes.bfloat16 and name in ("add", "maximum")
-    run.cost.compute("vector", max(cost.MIN_II, n // 2 if fast else n), [data.storage], [dst.storage],
+    run.issue("vector", max(cost.MIN_II, n // 2 if fast else n), (data,), (dst,),
                      cost.SBUF_ACCESS_CYCLES)
 
 
@@ -76,23 +85,29 @@ def nl_reduce(name: str, x: NkiTensor, axis: Any, dtype: Any = None, keepdims: b
             axis=axes, keepdims=True) / count).astype(np.float32)
         write(dst, out.reshape(shape), None, f"nl.{name}")
         run = context.current()
-        run.cost.compute("vector", max(cost.MIN_II, 2 * x.free_size), [x.storage], [dst.storage])
+        run.issue("vector", max(cost.MIN_II, 2 * x.free_size), (x,), (dst,))
         return dst
     tensor_reduce(dst, op, x, axes, keepdims=keepdims, mask=mask, api=f"nl.{name}")
     return dst
 
 
-def tensor_partition_reduce(dst: NkiTensor, op: Any, data: NkiTensor, api: str = "tensor_partition_reduce") -> None:
+def tensor_partition_reduce(dst: NkiTensor, op: Any, data: NkiTensor, api: str = "tensor_partition_reduce",
+                            mask: np.ndarray | None = None) -> None:
+    """Reduce across partitions (GpSimd); a mask over the input excludes elements."""
     check_on_chip(data, api, "data")
     check_partitions(data, api, "data")
     name = alu.op_name(op)
-    out = alu.reduce(name, read(data), (0,), keepdims=True)
+    x = read(data)
+    if mask is not None:
+        x = np.where(input_mask(api, mask, data.shape), x, alu.REDUCE.get(name, (None, 0.0))[1])
+    out = alu.reduce(name, x, (0,), keepdims=True)
     write(dst, out, None, api)
-    context.current().cost.compute("gpsimd", cost.gpsimd_cycles(data.size), [data.storage], [dst.storage])
+    context.current().issue("gpsimd", cost.gpsimd_cycles(data.size), (data,), (dst,))
 
 
-def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats") -> None:
-    """Six values per partition: (count, mean, count*var) for the even and odd halves, mergeable by bn_aggr."""
+def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats", mask: np.ndarray | None = None) -> None:
+    """Six values per partition: (count, mean, count*var) for the even and odd halves, mergeable by bn_aggr.
+    A mask over the input leaves elements out of the statistics."""
     check_on_chip(data, api, "data")
     check_partitions(data, api, "data")
     run = context.current()
@@ -101,18 +116,19 @@ def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats") -> None:
         raise fail(ERR_DIM_LIMIT, f"'{api}' takes at most 512 elements per partition, got {n}.",
                    "split the free dim into chunks of nl.tile_size.bn_stats_fmax and aggregate with bn_aggr.")
     x = read(data).reshape(data.partitions, -1).astype(np.float32)
-    halves = [x[:, 0::2], x[:, 1::2]]
+    keep = np.ones(x.shape, np.float32) if mask is None else \
+        input_mask(api, mask, data.shape).reshape(x.shape).astype(np.float32)
     cols = []
-    for h in halves:
-        cnt = np.full((x.shape[0], 1), h.shape[1], dtype=np.float32)
-        mean = h.mean(axis=1, keepdims=True) if h.shape[1] else np.zeros_like(cnt)
-        m2 = ((h - mean) ** 2).sum(axis=1, keepdims=True) if h.shape[1] else np.zeros_like(cnt)
+    for h, k in ((x[:, 0::2], keep[:, 0::2]), (x[:, 1::2], keep[:, 1::2])):
+        cnt = k.sum(axis=1, keepdims=True)
+        mean = (np.where(k > 0, h, 0).sum(axis=1, keepdims=True) / np.maximum(cnt, 1)).astype(np.float32)
+        m2 = (k * (h - mean) ** 2).sum(axis=1, keepdims=True).astype(np.float32)
         cols += [cnt, mean, m2]
     write(dst, np.concatenate(cols, axis=1).reshape(dst.shape), None, api)
-    run.cost.compute("vector", max(cost.MIN_II, n), [data.storage], [dst.storage])
+    run.issue("vector", max(cost.MIN_II, n), (data,), (dst,))
 
 
-def bn_aggr(dst: NkiTensor, data: NkiTensor, api: str = "bn_aggr") -> None:
+def bn_aggr(dst: NkiTensor, data: NkiTensor, api: str = "bn_aggr", mask: np.ndarray | None = None) -> None:
     """Merge bn_stats groups (6 values each, concatenated on the free dim) into (mean, variance)."""
     check_on_chip(data, api, "data")
     stats = read(data).reshape(data.partitions, -1, 3).astype(np.float64)
@@ -122,9 +138,10 @@ def bn_aggr(dst: NkiTensor, data: NkiTensor, api: str = "bn_aggr") -> None:
     total = cnt.sum(axis=1, keepdims=True)
     gmean = (cnt * mean).sum(axis=1, keepdims=True) / np.maximum(total, 1)
     var = (m2 + cnt * (mean - gmean) ** 2).sum(axis=1, keepdims=True) / np.maximum(total, 1)
-    write(dst, np.concatenate([gmean, var], axis=1).astype(np.float32).reshape(dst.shape), None, api)
+    write(dst, np.concatenate([gmean, var], axis=1).astype(np.float32).reshape(dst.shape),
+          output_mask(api, mask, dst.shape), api)
     n = data.free_size
-    context.current().cost.compute("vector", max(cost.MIN_II, 13 * (n // 3)), [data.storage], [dst.storage])
+    context.current().issue("vector", max(cost.MIN_II, 13 * (n // 3)), (data,), (dst,))
 
 
 def nl_softmax(x: NkiTensor, axis: Any = -1, dtype: Any = None, mask: np.ndarray | None = None) -> NkiTensor:
@@ -136,9 +153,9 @@ def nl_softmax(x: NkiTensor, axis: Any = -1, dtype: Any = None, mask: np.ndarray
     dst = allocate(x.shape, dtypes.as_dtype(dtype) if dtype is not None else x.dtype, SBUF)
     write(dst, out, mask, "nl.softmax")
     n = x.free_size  # max reduce, exp with bias and sum, reciprocal, multiply
-    run.cost.compute("vector", max(cost.MIN_II, n), [x.storage], [dst.storage])
-    run.cost.compute("scalar", cost.scalar_cycles(n, True), [x.storage], [dst.storage])
-    run.cost.compute("vector", max(cost.MIN_II, n), [dst.storage], [dst.storage])
+    run.issue("vector", max(cost.MIN_II, n), (x,), (dst,))
+    run.issue("scalar", cost.scalar_cycles(n, True), (x,), (dst,))
+    run.issue("vector", max(cost.MIN_II, n), (dst,), (dst,))
     return dst
 
 
@@ -154,6 +171,6 @@ def nl_rms_norm(x: NkiTensor, w: Any, axis: Any, n: int, epsilon: float = 1e-6, 
     dst = allocate(x.shape, dtypes.as_dtype(dtype) if dtype is not None else x.dtype, SBUF)
     write(dst, out, mask, "nl.rms_norm")
     run = context.current()
-    run.cost.compute("scalar", cost.scalar_cycles(x.free_size, True), storages(x), [dst.storage])
-    run.cost.compute("vector", max(cost.MIN_II, 2 * x.free_size), storages(x, w), [dst.storage])
+    run.issue("scalar", cost.scalar_cycles(x.free_size, True), (x,), (dst,))
+    run.issue("vector", max(cost.MIN_II, 2 * x.free_size), (x, w), (dst,))
     return dst

@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import cost, dtypes
-from ..core import alu, context
-from ..core.tensor import NkiTensor
-from ..enums import (  # noqa: F401
+from ... import cost, dtypes
+from ...core import context
+from ...core.tensor import NkiTensor
+from ...enums import (  # noqa: F401
     activation_engine,
     dge_mode,
     dma_engine,
@@ -24,14 +24,16 @@ from ..enums import (  # noqa: F401
     unknown_engine,
     vector_engine,
 )
-from ..errors import ERR_INVALID_ARG, NkiValidationError, fail  # noqa: F401
-from ..ops import dma as _dma
-from ..ops import elementwise as _ew
-from ..ops import matmul as _mm
-from ..ops import misc as _misc
-from ..ops import reduce as _red
-from ..ops.common import check_on_chip, read, storages, write
-from .registers import register_alloc, register_load, register_move, register_store  # noqa: F401
+from ...errors import ERR_INVALID_ARG, NkiValidationError, fail  # noqa: F401
+from ...ops import accumulate as _acc
+from ...ops import dma as _dma
+from ...ops import elementwise as _ew
+from ...ops import matmul as _mm
+from ...ops import misc as _misc
+from ...ops import reduce as _red
+from ...ops import select as _sel
+from ...ops.common import check_on_chip, read, write
+from ..registers import register_alloc, register_load, register_move, register_store  # noqa: F401
 
 
 def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, is_stationary_onezero: bool = False,
@@ -85,31 +87,14 @@ def tensor_scalar_reduce(dst: NkiTensor, data: NkiTensor, op0: Any, operand0: An
                          reduce_res: Any = None, reverse0: bool = False, reduce_cmd: Any = reduce_cmd.reset_reduce,
                          reduce_init: Any = None, reduce_res_negate: bool = False, name: str | None = None) -> None:
     """tensor_scalar, plus the free-dim reduction of its result into `reduce_res` (P, 1)."""
-    _ew.tensor_scalar(dst, data, op0, operand0, reverse0, api="tensor_scalar_reduce")
-    if reduce_res is not None:
-        vals = read(dst).reshape(dst.partitions, -1)
-        red = alu.reduce(alu.op_name(reduce_op), vals, (1,), True)
-        if reduce_init is not None:
-            red = alu.binary(alu.op_name(reduce_op), red, read(reduce_init) if isinstance(reduce_init, NkiTensor)
-                             else np.float32(reduce_init))
-        write(reduce_res, (-red if reduce_res_negate else red).reshape(reduce_res.shape), None, "tensor_scalar_reduce")
+    _acc.tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res, reverse0, reduce_init,
+                              reduce_res_negate)
 
 
 def tensor_scalar_cumulative(dst: NkiTensor, src: NkiTensor, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
                              reduce_cmd: Any = reduce_cmd.reset_reduce, name: str | None = None) -> None:
     """res[:, i] = op1(res[:, i-1], src[:, i] op0 imm0): a running reduction along the free dim."""
-    x = alu.binary(alu.op_name(op0), read(src), np.float32(imm0) if not isinstance(imm0, NkiTensor) else read(imm0))
-    x = x.reshape(src.partitions, -1)
-    name1 = alu.op_name(op1)
-    ufunc = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum}.get(name1)
-    if ufunc is None:
-        raise fail(ERR_INVALID_ARG, f"tensor_scalar_cumulative cannot accumulate with {name1}.",
-                   "use add, multiply, maximum or minimum as op1.")
-    out = ufunc.accumulate(x, axis=1)
-    if imm1 is not None:
-        out = ufunc(out, np.float32(imm1))
-    write(dst, out.reshape(dst.shape), None, "tensor_scalar_cumulative")
-    context.current().cost.compute("vector", max(cost.MIN_II, 2 * dst.free_size), storages(src), [dst.storage])
+    _acc.tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1)
 
 
 def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
@@ -123,7 +108,7 @@ def tensor_copy(dst: NkiTensor, src: NkiTensor, engine: Any = engine.unknown, na
 
 def tensor_copy_predicated(dst: NkiTensor, src: Any, predicate: Any, reverse_pred: bool = False,
                            name: str | None = None) -> None:
-    _misc.tensor_copy_predicated(dst, src, predicate, reverse_pred)
+    _sel.tensor_copy_predicated(dst, src, predicate, reverse_pred)
 
 
 def memset(dst: NkiTensor, value: Any, engine: Any = engine.unknown, name: str | None = None) -> None:
@@ -139,21 +124,21 @@ def iota(dst: NkiTensor, pattern: Any, offset: int = 0, channel_multiplier: int 
 
 def affine_select(dst: NkiTensor, pattern: Any, channel_multiplier: int, on_true_tile: Any, on_false_value: Any,
                   cmp_op: Any = "equal", offset: int = 0, name: str | None = None) -> None:
-    _misc.affine_select_pattern(dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op, offset)
+    _sel.affine_select_pattern(dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op, offset)
 
 
 def range_select(dst: NkiTensor, on_true_tile: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,
                  reduce_cmd: Any = reduce_cmd.reset_reduce, reduce_res: Any = None, reduce_op: Any = "maximum",
                  range_start: int = 0, on_false_value: float = float(np.finfo(np.float32).min),
                  name: str | None = None) -> None:
-    _misc.range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_res, reduce_op, range_start,
+    _sel.range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_res, reduce_op, range_start,
                        on_false_value)
 
 
 def select_reduce(dst: NkiTensor, predicate: Any, on_true: Any, on_false: Any, reduce_res: Any = None,
                   reduce_cmd: Any = reduce_cmd.idle, reduce_op: Any = "maximum", reverse_pred: bool = False,
                   name: str | None = None) -> None:
-    _misc.select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_op, reverse_pred)
+    _sel.select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_op, reverse_pred)
 
 
 def bn_stats(dst: NkiTensor, data: NkiTensor, name: str | None = None) -> None:
@@ -184,7 +169,7 @@ def exponential(dst: NkiTensor, src: NkiTensor, max_value: Any = 0.0, reduce_res
         init = read(reduce_init).reshape(-1, 1) if isinstance(reduce_init, NkiTensor) else np.float32(reduce_init)
         write(reduce_res, (out.reshape(out.shape[0], -1).sum(axis=1, keepdims=True) + init).reshape(reduce_res.shape),
               None, "exponential")
-    run.cost.compute("vector", max(cost.MIN_II, src.free_size), storages(src), storages(dst, reduce_res))
+    run.issue("vector", max(cost.MIN_II, src.free_size), (src,), (dst, reduce_res))
 
 
 def dropout(dst: NkiTensor, data: NkiTensor, prob: Any, name: str | None = None) -> None:
@@ -214,16 +199,16 @@ def set_rng_seed(src_seeds: Any, name: str | None = None) -> None:
 
 
 def max8(dst: NkiTensor, src: NkiTensor, name: str | None = None) -> None:
-    _misc.max8(dst, src)
+    _sel.max8(dst, src)
 
 
 def nc_find_index8(dst: NkiTensor, data: NkiTensor, vals: NkiTensor, name: str | None = None) -> None:
-    _misc.nc_find_index8(dst, data, vals)
+    _sel.nc_find_index8(dst, data, vals)
 
 
 def nc_match_replace8(dst: NkiTensor, data: NkiTensor, vals: NkiTensor, imm: Any, dst_idx: Any = None,
                       name: str | None = None) -> None:
-    _misc.nc_match_replace8(dst, data, vals, imm, dst_idx)
+    _sel.nc_match_replace8(dst, data, vals, imm, dst_idx)
 
 
 def topk(val_dst: NkiTensor, idx_dst: NkiTensor, src: NkiTensor, n: int, name: str | None = None) -> None:
@@ -232,8 +217,7 @@ def topk(val_dst: NkiTensor, idx_dst: NkiTensor, src: NkiTensor, n: int, name: s
     order = np.argsort(-x, axis=1, kind="stable")[:, : int(n)]
     write(val_dst, np.take_along_axis(x, order, axis=1).reshape(val_dst.shape), None, "topk")
     write(idx_dst, order.reshape(idx_dst.shape), None, "topk")
-    context.current().cost.compute("vector", max(cost.MIN_II, src.free_size * -(-int(n) // 8)), storages(src),
-                                   storages(val_dst, idx_dst))
+    context.current().issue("vector", max(cost.MIN_II, src.free_size * -(-int(n) // 8)), (src,), (val_dst, idx_dst))
 
 
 def nonzero_with_count(dst: NkiTensor, src: NkiTensor, index_offset: int = 0, padding_val: int = -1,
@@ -309,7 +293,7 @@ def core_barrier(data: Any = None, cores: Any = (0, 1), engine: Any = engine.gps
     """Wait until every core in `cores` reaches this barrier."""
     run = _exchange("core_barrier")
     run.exchange.barrier(tuple(sorted(int(c) for c in cores)))
-    run.cost.compute("gpsimd", cost.GPSIMD_START_CYCLES, storages(data), storages(data))
+    run.issue("gpsimd", cost.GPSIMD_START_CYCLES, (data,), (data,))
 
 
 def get_nc_version() -> nc_version:

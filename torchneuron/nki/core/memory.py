@@ -1,0 +1,182 @@
+"""On-chip capacity as the compiler's allocator sees it: a tile occupies SBUF/PSUM from the first
+instruction that touches it to the last one, not from `nl.ndarray` to the end of its Python life.
+
+So a tile rebound in a loop does not overlap its successor, a temporary that only feeds an assignment
+(`t[...] = nl.load(...)`) lives for one instruction, and tiles kept in a list and used later all count.
+Legacy block tensors (`nl.ndarray((8, nl.par_dim(128), 512))`) are logical: each block is its own live
+range, as the migration guide describes; `mod_alloc(num_free_tiles=(n,))` and `alloc(func)` tensors occupy
+exactly the physical tiles they name. After the kernel ran, a sweep over the live ranges finds the peak per
+partition; above the target's capacity it raises the documented error at the allocation that overflowed.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import (
+    ERR_PSUM_CAPACITY,
+    ERR_SBUF_CAPACITY,
+    NkiError,
+    SourceLocation,
+    is_simulator_file,
+)
+
+if TYPE_CHECKING:
+    from ..hardware import Target
+    from .buffers import Storage
+
+PSUM_MIN_ALIGN = 4  # bytes (KLR's psum_min_align)
+
+
+class Interval:
+    """One live range: `nbytes` per partition from instruction `first` to `last` (inclusive)."""
+
+    __slots__ = ("first", "last", "nbytes", "kind", "name", "where")
+
+    def __init__(self, nbytes: int, kind: str, name: str, where: Any) -> None:
+        self.first = -1
+        self.last = -1
+        self.nbytes = nbytes
+        self.kind = kind
+        self.name = name
+        self.where = where
+
+
+class Whole:
+    """A plain tile: one live range for the whole allocation."""
+
+    __slots__ = ("interval",)
+
+    def __init__(self, interval: Interval) -> None:
+        self.interval = interval
+
+    def touch(self, tick: int, view: Any) -> None:
+        iv = self.interval
+        if iv.first < 0:
+            iv.first = tick
+        iv.last = tick
+
+
+class Blocks:
+    """A block tensor under automatic allocation: every block has its own live range."""
+
+    __slots__ = ("block_elems", "nbytes", "kind", "name", "where", "intervals", "new")
+
+    def __init__(self, block_elems: int, nbytes: int, kind: str, name: str, where: Any,
+                 new: Callable[[Interval], None]) -> None:
+        self.block_elems = block_elems
+        self.nbytes = nbytes
+        self.kind, self.name, self.where = kind, name, where
+        self.intervals: dict[int, Interval] = {}
+        self.new = new
+
+    def touch(self, tick: int, view: Any) -> None:
+        for b in blocks_of(view, self.block_elems):
+            iv = self.intervals.get(b)
+            if iv is None:
+                iv = self.intervals[b] = Interval(self.nbytes, self.kind, f"{self.name}[{b}]", self.where)
+                self.new(iv)
+                iv.first = tick
+            iv.last = tick
+
+
+def blocks_of(view: Any, block_elems: int) -> range | np.ndarray:
+    """The blocks a view reaches (strided views: every block between its lowest and highest element)."""
+    if view is None:
+        return range(0)
+    if view.index is not None:
+        return np.unique(view.index // block_elems) if view.index.size else range(0)
+    lo = hi = view.offset
+    for n, s in zip(view.shape, view.strides or ()):
+        if n > 1:
+            if s > 0:
+                hi += (n - 1) * s
+            else:
+                lo += (n - 1) * s
+    return range(lo // block_elems, hi // block_elems + 1)
+
+
+@dataclass
+class OnChipMemory:
+    """Live ranges of one kernel instance's SBUF and PSUM allocations, against the target's capacity."""
+
+    target: Target
+    tick: int = 0
+    intervals: list[Interval] = field(default_factory=list)
+    peak: dict[str, int] = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
+
+    def capacity(self, kind: str) -> int:
+        t = self.target
+        return t.sbuf_bytes_per_partition if kind == "sbuf" else t.psum_bytes_per_partition
+
+    def place(self, storage: Storage, physical_tiles: int | None = None) -> None:
+        """Register an on-chip allocation. `physical_tiles` is set for manually placed block tensors."""
+        kind = storage.buffer.name
+        blocks = storage.block_count
+        per_block = storage.bytes_per_partition // max(blocks, 1)
+        if kind == "psum":
+            per_block = -(-per_block // PSUM_MIN_ALIGN) * PSUM_MIN_ALIGN
+        where = allocation_site()
+        if blocks > 1 and physical_tiles is None:
+            block_elems = math.prod(storage.shape[storage.partition_axis:])
+            storage.live = Blocks(block_elems, per_block, kind, storage.name, where, self.intervals.append)
+            return
+        tiles = blocks if physical_tiles is None else min(physical_tiles, blocks)
+        iv = Interval(per_block * max(tiles, 1), kind, storage.name, where)
+        self.intervals.append(iv)
+        storage.live = Whole(iv)
+
+    def produced_last(self, storage: Storage) -> bool:
+        """Whether the most recent instruction was the last (so far the only) one to touch `storage`."""
+        live = storage.live
+        return isinstance(live, Whole) and live.interval.first == live.interval.last == self.tick
+
+    def finish(self) -> None:
+        """Sweep the live ranges: record the peak per buffer, raise if it exceeds the capacity."""
+        for kind in ("sbuf", "psum"):
+            events: list[tuple[int, int, Interval]] = []
+            for iv in self.intervals:
+                if iv.kind == kind and iv.first >= 0:
+                    events.append((iv.first, 1, iv))
+                    events.append((iv.last + 1, 0, iv))  # ends sort before starts at the same instruction
+            events.sort(key=lambda e: (e[0], e[1]))
+            used = peak = 0
+            live: set[Interval] = set()
+            limit = self.capacity(kind)
+            for _, starts, iv in events:
+                if not starts:
+                    used -= iv.nbytes
+                    live.discard(iv)
+                    continue
+                used += iv.nbytes
+                live.add(iv)
+                peak = max(peak, used)
+                if used > limit:
+                    raise self._overflow(kind, iv, used - iv.nbytes, limit, live)
+            self.peak[kind] = peak
+
+    def _overflow(self, kind: str, iv: Interval, before: int, limit: int, live: set[Interval]) -> NkiError:
+        others = sorted((o for o in live if o is not iv), key=lambda o: -o.nbytes)[:4]
+        listed = ", ".join(f"{o.name!r} {o.nbytes} B" for o in others)
+        code = ERR_SBUF_CAPACITY if kind == "sbuf" else ERR_PSUM_CAPACITY
+        return NkiError(code, f"allocating {iv.name!r} needs {iv.nbytes} bytes per partition in {kind.upper()}, but "
+                        f"{before} of {limit} bytes per partition are live on {self.target.name} (largest live: "
+                        f"{listed}).", "use smaller tiles, finish with a tile before the next one is first written, "
+                        "or reuse a buffer instead of keeping tiles in a list.", iv.where)
+
+
+def allocation_site() -> SourceLocation | None:
+    """The kernel line allocating a tile (cheap: the code object and line, resolved only if reported)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if not is_simulator_file(code.co_filename):
+            return SourceLocation(code.co_filename, frame.f_lineno, code.co_name)
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
