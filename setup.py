@@ -4,7 +4,7 @@ import glob
 import os
 
 from setuptools import setup
-from torch.utils.cpp_extension import BuildExtension, CppExtension
+from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
@@ -21,7 +21,8 @@ setup(
         CppExtension(
             name="torchneuron._C",
             sources=sources(),
-            include_dirs=[os.path.join(ROOT, "csrc")],
+            # kineto/: the activity-profiler plugin API PyTorch ships its headers for (csrc/profiler/).
+            include_dirs=[os.path.join(ROOT, "csrc"), os.path.join(include_paths()[0], "kineto")],
             extra_compile_args=["-O2", "-std=c++17", "-Wno-unused-parameter"],
             # libnrt is opened with dlopen at run time on Trn hosts, never linked.
             libraries=["dl"],

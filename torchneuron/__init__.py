@@ -45,7 +45,7 @@ from torchneuron.device._backward_thread import backward_on_caller  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["executed_ops", "reset_executed_ops", "backward_on_caller", "lower", "load_lowered", "fallback_ops",
-           "compile_options", "nki_op", "wrap_nki", "__version__"]
+           "compile_options", "nki_op", "wrap_nki", "estimate", "__version__"]
 
 _LAZY = {
     "lower": ("torchneuron.lowering.api", "lower"),
@@ -54,6 +54,7 @@ _LAZY = {
     "compile_options": ("torchneuron.dynamo.options", "compile_options"),
     "nki_op": ("torchneuron.custom_ops", "nki_op"),
     "wrap_nki": ("torchneuron.custom_ops", "wrap_nki"),
+    "estimate": ("torchneuron.estimator", "estimate"),
 }
 
 

@@ -1,4 +1,4 @@
-"""`python -m torchneuron {info,demo}`."""
+"""`python -m torchneuron {info,demo,profile}`."""
 
 from __future__ import annotations
 
@@ -57,9 +57,22 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="train a small model on the neuron device and report progress")
     demo.add_argument("--steps", type=int, default=300)
     demo.add_argument("--device", default="neuron")
+    prof = sub.add_parser("profile", help="run a script under torch.profiler: neuron device events and memory, a "
+                                          "Chrome trace and an HTML report (timeline, top ops)")
+    prof.add_argument("--out-dir", default=None, help="where trace.json and report.html go (default: "
+                                                      "<script>-profile/)")
+    prof.add_argument("--no-memory", action="store_true", help="do not record device memory events")
+    prof.add_argument("--record-shapes", action="store_true", help="record input shapes of CPU ops")
+    prof.add_argument("script")
+    prof.add_argument("script_args", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.command == "info":
         return info()
+    if args.command == "profile":
+        from torchneuron.profiler.run import profile_script
+
+        return profile_script(args.script, args.script_args, args.out_dir, memory=not args.no_memory,
+                              record_shapes=args.record_shapes)
     from torchneuron.demo import run
 
     return run(steps=args.steps, device=args.device)

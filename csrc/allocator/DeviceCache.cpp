@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "profiler/DeviceActivity.h"
 #include "runtime/Runtime.h"
 
 namespace torchneuron {
@@ -105,6 +106,8 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
   update(stats_.active, pool, 1);
   update(stats_.active_bytes, pool, static_cast<int64_t>(block->size));
   update(stats_.requested_bytes, pool, static_cast<int64_t>(nbytes));
+  profiler::reportDeviceMemory(block->ptr, static_cast<int64_t>(block->size), stats_.allocated_bytes[0].current,
+                               stats_.reserved_bytes[0].current, device_);
   return block;
 }
 
@@ -148,6 +151,8 @@ void DeviceCache::free(Block* block) {
   update(stats_.allocation, pool, -1);
   update(stats_.allocated_bytes, pool, -static_cast<int64_t>(block->size));
   update(stats_.requested_bytes, pool, -static_cast<int64_t>(block->requested));
+  profiler::reportDeviceMemory(block->ptr, -static_cast<int64_t>(block->size), stats_.allocated_bytes[0].current,
+                               stats_.reserved_bytes[0].current, device_);
   if (!block->stream_uses.empty()) {
     // Other streams may still read it: free for reuse only once their work so far has completed.
     Runtime& rt = runtime();
@@ -274,6 +279,8 @@ void DeviceCache::raiseOutOfMemory(size_t requested, size_t alloc_size) {
   std::string limit_note = memory_fraction_ < 1.0
       ? " (limited to " + formatBytes(limit) + " by set_per_process_memory_fraction)"
       : "";
+  c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(requested), static_cast<size_t>(allocated),
+                                   static_cast<size_t>(reserved), c10::Device(c10::DeviceType::PrivateUse1, device_));
   TORCH_CHECK_WITH(
       OutOfMemoryError, false,
       "neuron:", device_, " out of memory: tried to allocate ", formatBytes(static_cast<int64_t>(requested)),

@@ -14,6 +14,7 @@
 #include "device/Generator.h"
 #include "device/PinnedAllocator.h"
 #include "device/Streams.h"
+#include "python/ProfilerBindings.h"
 #include "python/PythonHooks.h"
 #include "runtime/NrtLoader.h"
 #include "runtime/Runtime.h"
@@ -186,6 +187,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("_captures_cpu_allocations", &capturesCpuAllocations,
         "Whether the process's CPU allocator is the host-kernel capture wrapper (installed at first use).");
+  python::bindProfiler(m);
   m.def("_host_view", &hostAlias, "CPU tensor aliasing a neuron tensor's memory (sim runtime only)");
   m.def("_adopt_host_tensor", [](const at::Tensor& cpu, int index) {
     return adoptHostTensor(cpu, static_cast<c10::DeviceIndex>(index));

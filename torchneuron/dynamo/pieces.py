@@ -34,8 +34,10 @@ class LoweredPiece:
     kind = "lowered"
 
     def __init__(self, executable: Any, record: graph_cache.Record, in_casts: list[int],
-                 out_casts: list[tuple[int, torch.dtype]], out_meta: list[Any], restride: frozenset[int] = frozenset()):
+                 out_casts: list[tuple[int, torch.dtype]], out_meta: list[Any], restride: frozenset[int] = frozenset(),
+                 event: dev.ProgramEvent | None = None):
         self.executable = executable
+        self.event = event
         self.record = record
         self._constants: dict[torch.device, list[torch.Tensor]] = {}
         self._in_casts = in_casts
@@ -55,7 +57,7 @@ class LoweredPiece:
         if consts is None:
             consts = self._constants[device] = [c.to(device) for c in self.record.constants]
         flat = fx_passes.cast_inputs(ins, self._in_casts) + consts
-        results = dev.execute(self.executable, flat, device, self.record.mutated, write_back=ins)
+        results = dev.execute(self.executable, flat, device, self.record.mutated, write_back=ins, event=self.event)
         out = fx_passes.cast_outputs(list(self._layout.rebuild(results)), self._out_casts)
         for i, shape, stride in self._restride:
             t = torch.empty_strided(shape, stride, dtype=out[i].dtype, device=out[i].device)
@@ -112,5 +114,7 @@ def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, s
         return InductorPiece(sub, examples, in_casts, out_casts)
     exe = driver.compile(record.stablehlo, target=compile_target, kind="graph")
     debug.dump_executable(dump, exe)
-    return LoweredPiece(exe, record, in_casts, out_casts, out_meta, restride)
+    ops = sum(1 for n in sub.graph.nodes if n.op == "call_function")
+    event = dev.ProgramEvent(f"neuron::graph {k[2:10]} ({ops} ops)", sub)
+    return LoweredPiece(exe, record, in_casts, out_casts, out_meta, restride, event)
 

@@ -8,11 +8,13 @@ CPU tensors pass through unchanged, so lowering and the compiler also work on CP
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import torch
 
 from .. import _C
+from ..profiler import events as _events
 
 
 def _index(device: torch.device) -> int:
@@ -61,22 +63,57 @@ def adopter(device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
 
 
 def execute(executable, flat: list[torch.Tensor], device: torch.device, mutated: list[int],
-            write_back: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
+            write_back: list[torch.Tensor] | None = None, event: ProgramEvent | None = None) -> list[torch.Tensor]:
     """Run a compiled program on ``flat`` (device tensors) in place: host views in (made contiguous where they
     are not), trailing mutation results written back into ``write_back[i]`` (default ``flat``) for each index
-    in ``mutated``, the other results adopted as tensors of ``device`` without copies."""
+    in ``mutated``, the other results adopted as tensors of ``device`` without copies. Under a profiler the
+    run is one device event (``event`` names it and estimates its Trainium time)."""
     if device.type != "cpu":
         drain(device)
     view = host_views(device)
     hosts = [view(t) for t in flat]
     hosts = [h if h.is_contiguous() else h.contiguous() for h in hosts]
-    outs = executable.run(hosts)
+    with _program_event(event, device):
+        outs = executable.run(hosts)
     n = len(outs) - len(mutated)
     targets = flat if write_back is None else write_back
     for idx, out in zip(mutated, outs[n:]):
         view(targets[idx]).copy_(out)
     adopt_ = adopter(device)
     return [adopt_(o) for o in outs[:n]]
+
+
+class ProgramEvent:
+    """How a compiled program appears under the profiler: its name, and its estimated Trainium time from
+    its FX graph (computed on first use, only while a profiler records)."""
+
+    def __init__(self, name: str, graph=None):
+        self.name = name
+        self._graph = graph
+        self._cost: tuple[float | None, dict] | None = None
+
+    def cost(self) -> tuple[float | None, dict]:
+        if self._cost is None:
+            self._cost = (None, {})
+            if self._graph is not None:
+                from ..estimator import estimate_graph
+
+                est = estimate_graph(self._graph, mode="compiled")
+                self._cost = (est.compiled.total_ns, {"target": est.target, "bound": est.compiled.bound,
+                                                      "est_flops": est.flops, "est_bytes": est.compiled.hbm_bytes,
+                                                      "ops": len(est.ops)})
+                self._graph = None
+        return self._cost
+
+
+_UNNAMED = ProgramEvent("neuron::program")
+
+
+def _program_event(event: ProgramEvent | None, device: torch.device):
+    if device.type != "neuron":
+        return contextlib.nullcontext()
+    event = event or _UNNAMED
+    return _events.device_event(event.name, device, kind="graph", cost=event.cost)
 
 
 def drain(device: torch.device) -> None:

@@ -8,6 +8,7 @@
 #include "aten/native/Minimal.h"
 #include "device/PinnedAllocator.h"
 #include "device/Streams.h"
+#include "profiler/DeviceActivity.h"
 #include "runtime/Runtime.h"
 
 namespace torchneuron::native {
@@ -50,7 +51,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     auto q = currentQueue(self.device().index());
     const bool async = non_blocking && isPinned(dst);
     if (bytewise) {
-      rt.copyDeviceToHost(mutableBytesOf(dst), bytesOf(self), nbytes, *q, async, [self, dst] {});
+      rt.copyDeviceToHost(mutableBytesOf(dst), bytesOf(self), nbytes, *q, async,
+                          profiler::copyDone([self, dst] {}, "Memcpy DtoH (neuron -> host)", self, nbytes));
     } else {
       requireHostAddressable(self, dst);
       q->submit([src = hostAlias(self), dst]() mutable { dst.copy_(src); }, async);
@@ -59,7 +61,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
     auto q = currentQueue(dst.device().index());
     const bool async = non_blocking && isPinned(self);
     if (bytewise) {
-      rt.copyHostToDevice(mutableBytesOf(dst), bytesOf(self), nbytes, *q, async, [self, dst] {});
+      rt.copyHostToDevice(mutableBytesOf(dst), bytesOf(self), nbytes, *q, async,
+                          profiler::copyDone([self, dst] {}, "Memcpy HtoD (host -> neuron)", dst, nbytes));
     } else {
       requireHostAddressable(self, dst);
       q->submit([self, out = hostAlias(dst)]() mutable { out.copy_(self); }, async);
@@ -73,7 +76,8 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
       dst_q->waitFor(src_q, src_q->lastSubmitted());
     }
     if (bytewise) {
-      rt.copyDeviceToDevice(mutableBytesOf(dst), bytesOf(self), nbytes, *dst_q, non_blocking, [self, dst] {});
+      rt.copyDeviceToDevice(mutableBytesOf(dst), bytesOf(self), nbytes, *dst_q, non_blocking,
+                            profiler::copyDone([self, dst] {}, "Memcpy DtoD (neuron -> neuron)", dst, nbytes));
     } else {
       requireHostAddressable(self, dst);
       dst_q->submit([src = hostAlias(self), out = hostAlias(dst)]() mutable { out.copy_(src); }, non_blocking);

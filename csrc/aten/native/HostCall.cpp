@@ -106,11 +106,19 @@ int HostCall::enterStream(c10::DeviceIndex device) {
   return static_cast<int>(stream.id());
 }
 
-HostCall::Scope::Scope(HostCall& call) : call_(call), capture_(call.device_, enterStream(call.device_)) {}
+HostCall::Scope::Scope(HostCall& call)
+    : call_(call),
+      stream_(enterStream(call.device_)),
+      capture_(call.device_, stream_),
+      activity_(call.entry_.name, call.device_, stream_) {}
 
 void HostCall::Scope::done() {
   for (const auto& p : call_.pairs_) {
     if (p.written) call_.syncWritten(p);
+  }
+  if (C10_UNLIKELY(activity_.isOpen())) {
+    for (const auto& p : call_.pairs_) activity_.addTensor(*p.original, p.written);
+    activity_.close();
   }
 }
 

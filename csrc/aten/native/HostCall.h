@@ -13,6 +13,7 @@
 
 #include "aten/native/HostOutputAllocator.h"
 #include "aten/native/OpRegistry.h"
+#include "profiler/DeviceActivity.h"
 
 namespace torchneuron {
 
@@ -78,7 +79,9 @@ class HostCall {
 
    private:
     HostCall& call_;
+    const int stream_;
     CaptureOutputsOnDevice capture_;
+    profiler::OpActivity activity_;  // the op's device event while a profiler records (else inert)
   };
   static int enterStream(c10::DeviceIndex device);  // drains earlier async work; returns the stream index
   template <class Fn>
