@@ -51,13 +51,15 @@ from torchneuron.device._backward_thread import backward_on_caller  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["executed_ops", "reset_executed_ops", "backward_on_caller", "lower", "load_lowered", "fallback_ops",
-           "compile_options", "estimate", "__version__"]
+           "compile_options", "nki_op", "wrap_nki", "estimate", "__version__"]
 
 _LAZY = {
     "lower": ("torchneuron.lowering.api", "lower"),
     "load_lowered": ("torchneuron.lowering.api", "load_lowered"),
     "fallback_ops": ("torchneuron.lowering.coverage", "fallback_ops"),
     "compile_options": ("torchneuron.dynamo.options", "compile_options"),
+    "nki_op": ("torchneuron.custom_ops", "nki_op"),
+    "wrap_nki": ("torchneuron.custom_ops", "wrap_nki"),
     "estimate": ("torchneuron.estimator", "estimate"),
 }
 

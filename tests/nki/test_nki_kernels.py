@@ -82,4 +82,4 @@ def test_kernel_modules_import_without_the_device() -> None:
         mod = importlib.import_module(f"nki_ops.{name}")
         assert callable(mod.reference)
         kernels = [v for v in vars(mod).values() if isinstance(v, nki.Kernel)]
-        assert len(kernels) == 1, f"nki_ops.{name} should define exactly one kernel"
+        assert kernels, f"nki_ops.{name} should define its kernels"

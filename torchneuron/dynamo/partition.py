@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx as fx
 
+from ..custom_ops import registry as nki_ops
 from ..lowering import coverage
 
 LOWERED, EAGER = "lowered", "eager"
@@ -87,6 +88,9 @@ def classify(gm: fx.GraphModule, forced: dict[str, str]) -> tuple[dict[fx.Node, 
             continue
         if node.target is operator.getitem:
             continue  # follows its source (below)
+        if nki_ops.op_of(node.target, node.args) is not None:
+            kinds[node] = EAGER  # an NKI kernel: on the sim it runs on the NKI simulator between compiled pieces
+            continue
         name = op_name(node)
         if not isinstance(node.target, torch._ops.OpOverload):
             kinds[node] = EAGER

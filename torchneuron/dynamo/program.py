@@ -19,7 +19,7 @@ import torch.fx as fx
 from .. import _env
 from ..compiler.driver import CompileError
 from ..lowering.errors import LoweringError
-from . import metrics, partition
+from . import metrics, nki_pieces, partition
 from .pieces import EagerPiece, lower_piece
 
 _MAX_REPARTITIONS = 8
@@ -102,6 +102,8 @@ class Program:
                     piece: Any = lower_piece(sub, target, functools.partial(dump, f"piece{p}"), restride)
                 except (LoweringError, CompileError) as e:
                     raise _PieceFailed(spec, e) from e
+            elif target != "sim" and nki_pieces.has_nki(sub):  # a Trn host: NKI ops become custom calls
+                piece = nki_pieces.TrnNkiPiece(sub, target, functools.partial(dump, f"piece{p}"))
             else:
                 piece = EagerPiece(sub)
             frees = [s for s, last in last_use.items() if last == p and s not in keep]

@@ -107,7 +107,10 @@ class Kernel:
                 raise fail(ERR_NESTED_SPMD, f"kernel {self.func.__name__} with an SPMD grid is called from inside a "
                            "kernel.", "call it without a grid; only the outermost kernel has a grid.")
             return self.func(*args, **kwargs)
-        return self.run(*args, **kwargs).results
+        launch = self.run(*args, **kwargs)
+        # the kernel keeps its last report, not its outputs: those may be device tensors the caller frees
+        results, launch.results = launch.results, None
+        return results
 
     @property
     def report(self) -> cost.CostReport | None:

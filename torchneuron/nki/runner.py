@@ -6,6 +6,10 @@ through `host` (NumPy, torch CPU tensors, JAX arrays, or any kind registered the
 `shared_hbm`/`hbm` tensor over a NumPy view of the caller's memory, zero-copy where the kind allows, so a
 kernel that writes an input mutates the caller's array, as AWS's simulator does. Outputs come back as the
 kind of the first array argument.
+
+Launches with neuron, fake or meta tensors go through one hook, `torch_io` (torch is loaded only when a launch
+has tensors): neuron tensors are simulated on their device buffers (kernel outputs allocated on the device via
+`KernelRun.hbm_data`), fake/meta tensors make a shape-only launch, and on a Trn host the real `nki` runs them.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import cost, dtypes, host, lnc
+from . import cost, dtypes, host, lnc, torch_io
 from .core import alu, context
 from .core.buffers import HBM, SHARED_HBM, Storage
 from .core.tensor import NkiTensor
@@ -58,7 +62,7 @@ class GridDim:
 @dataclass
 class Launch:
     results: Any
-    report: cost.CostReport
+    report: cost.CostReport | None  # None for a hardware launch: no estimate
     prints: list[tuple[str, Any]] = field(default_factory=list)
 
 
@@ -205,6 +209,21 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     if context.active() is not None:
         raise fail(ERR_NESTED_SPMD, "a kernel was launched from inside another kernel.",
                    "call the inner function without @nki.jit (as a plain sub-kernel) and without a grid.")
+    io = torch_io.open_launch(func, args, kwargs)  # the torch hook: None unless neuron / fake / meta tensors
+    if io is None:
+        return _simulate(func, args, kwargs, grid, api, target)
+    if io.mode == torch_io.HARDWARE:
+        from . import trn_host
+
+        return Launch(trn_host.launch(func, args, kwargs, grid, api), None)
+    with torch_io.launching(io):
+        done = _simulate(func, args, kwargs, grid, api, target, io.hbm_data)
+        torch_io.finished(io, func, api, grid, args, kwargs, done.results)
+    return done
+
+
+def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], grid: tuple[GridDim, ...],
+              api: str, target: Target | None, hbm_data: Callable[..., Any] | None = None) -> Launch:
     target = target or current_target()
     cores = math.prod(d.cores for d in grid) if grid else 1
     bound, inputs = _bind_inputs(func, args, kwargs, SHARED_HBM if cores > 1 else HBM)
@@ -217,7 +236,7 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     def program(i: int) -> tuple[context.KernelRun, Any]:
         ids, core = programs[i]
         run = context.KernelRun(target, models[core], sizes, ids, api, shared=shared, exchange=exchange,
-                                kernel_code=func.__code__, tensor_class=Tile)
+                                kernel_code=func.__code__, tensor_class=Tile, hbm_data=hbm_data)
         with context.running(run), np.errstate(**alu.ENGINE_ERRORS):
             result = func(*bound.args, **bound.kwargs)
         run.memory.finish()

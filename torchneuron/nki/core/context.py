@@ -43,6 +43,9 @@ class KernelRun:
     exchange: Any = None      # lnc.CoreExchange when the cores of an LNC launch run concurrently
     kernel_code: Any = None   # the launched function's code: shared_hbm tensors are allocated there only
     tensor_class: type = NkiTensor  # what allocations return (the launch passes ops.tile.Tile)
+    # torch launches (nki.torch_io): (shape, dtype) -> flat writable memory for a shared_hbm output (a device
+    # tensor's, so the caller gets the result without a copy), or None for the simulator's own memory
+    hbm_data: Any = None
 
     def __post_init__(self) -> None:
         self.memory = OnChipMemory(self.target)

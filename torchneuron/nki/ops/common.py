@@ -241,7 +241,10 @@ def _shared_locked(run: context.KernelRun, shape: tuple[int, ...], dt: np.dtype,
                        f"{dtypes.name(dt)} by program {run.program_ids} but as {st.shape} {dtypes.name(st.dtype)} by "
                        "program 0.", "allocate kernel outputs with the same shape in every program of the grid.")
         return run.tensor_class.whole(st)
-    st = Storage(shape, dt, buffer, name, 0, track_writes=True)
+    data = run.hbm_data(shape, dt) if run.hbm_data is not None else None
+    if data is not None:
+        data[...] = dtypes.sentinel(dt)  # uninitialised, as the simulator's own memory
+    st = Storage(shape, dt, buffer, name, 0, data=data, track_writes=True)
     st.data  # noqa: B018  (made now, under the lock: the programs of an LNC launch share it from two threads)
     run.shared.append(st)
     return run.tensor_class.whole(st)

@@ -1,0 +1,138 @@
+"""An NKI kernel called with neuron tensors runs on the device buffers: zero-copy views in, outputs allocated on
+the device and written there by the simulator, ordered on the current stream; CPU tensors are refused."""
+
+from __future__ import annotations
+
+import gc
+import numpy as np
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import torchneuron
+from tests.custom_ops import kernels
+from torchneuron.nki import NkiError, torch_io
+
+
+class _AtenOps(TorchDispatchMode):
+    """Every ATen op dispatched while active (a copy to or from the CPU would show up as _to_copy / copy_)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def _x(*shape, dtype=torch.float32, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(dtype).to("neuron")
+
+
+def test_inputs_are_read_and_written_in_place_without_copies():
+    x = _x(128, 64)
+    expected = x.cpu() + 1
+    ptr = x.data_ptr()
+    with _AtenOps() as seen:
+        kernels.increment_in_place(x)
+    assert not [op for op in seen.ops if "copy" in op], seen.ops
+    assert x.data_ptr() == ptr
+    torch.testing.assert_close(x.cpu(), expected)
+
+
+def test_outputs_are_device_tensors_the_simulator_wrote(monkeypatch):
+    written = []
+    original = torch_io.TorchIO.hbm_data
+
+    def spy(self, shape, dt):
+        flat = original(self, shape, dt)
+        written.append(flat.ctypes.data)
+        return flat
+
+    monkeypatch.setattr(torch_io.TorchIO, "hbm_data", spy)
+    a, b = _x(256, 512), _x(256, 512, seed=1)
+    gc.collect()  # garbage of earlier tests must not be freed while we measure
+    torch.neuron.synchronize()
+    before = torch.neuron.memory_allocated()
+    with _AtenOps() as seen:
+        out = kernels.add_returning(a, b)
+    assert out.device == a.device and out.dtype == torch.float32
+    assert torch.neuron.memory_allocated() - before == 256 * 512 * 4  # exactly the output, nothing staged
+    assert written == [torchneuron._C._host_view(out).data_ptr()]    # the very buffer the simulator wrote
+    assert [op for op in seen.ops if "copy" in op] == []
+    torch.testing.assert_close(out.cpu(), a.cpu() + b.cpu())
+
+
+def test_queued_work_lands_before_the_kernel_reads():
+    host = torch.arange(128 * 32, dtype=torch.float32).reshape(128, 32).pin_memory()
+    x = host.to("neuron", non_blocking=True)   # an async copy on the current stream
+    y = x * 3                                  # queued behind it
+    out = kernels.add_returning(y, y)
+    torch.testing.assert_close(out.cpu(), host * 6)
+
+
+def test_the_kernels_results_are_seen_by_later_device_ops():
+    x = _x(64, 16)
+    expected = x.cpu() + 1
+    kernels.increment_in_place(x)
+    torch.testing.assert_close((x * 2).cpu(), expected * 2)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float8_e4m3fn, torch.float8_e5m2])
+def test_narrow_dtypes_map_through_ml_dtypes_bit_exactly(dtype):
+    x = torch.randn(128, 16).to(dtype)
+    out = torch.empty(128, 16, dtype=dtype, device="neuron")
+    src = x.to("neuron")
+    kernels.copy_into(src, out)
+    assert out.dtype == dtype
+    assert torch.equal(out.cpu().view(torch.uint8) if dtype.itemsize == 1 else out.cpu().view(torch.int16),
+                       x.view(torch.uint8) if dtype.itemsize == 1 else x.view(torch.int16))
+
+
+def test_a_strided_view_is_read_and_written_through():
+    base = _x(64, 128)
+    view = base.t()[:, :32]            # non-contiguous: the simulator works on a copy and writes it back
+    expected = base.cpu().t()[:, :32] + 1
+    kernels.increment_in_place(view)
+    torch.testing.assert_close(base.cpu().t()[:, :32], expected)
+
+
+def test_mixing_cpu_and_neuron_tensors_is_refused_naming_the_device():
+    with pytest.raises(NkiError, match=r"argument b \(4, 4\) is a cpu tensor, but NKI kernels run on neuron "
+                                       r"device neuron:0.*b.to\('neuron:0'\)") as info:
+        kernels.add_returning(_x(4, 4), torch.ones(4, 4))
+    assert info.value.code == "err_unsupported_memory"
+
+
+def test_cpu_only_calls_still_use_the_standalone_simulator():
+    a = torch.randn(130, 8)
+    out = kernels.add_returning(a, a)
+    assert out.device.type == "cpu"
+    torch.testing.assert_close(out, 2 * a)
+    np.testing.assert_allclose(kernels.add_returning(a.numpy(), a.numpy()), 2 * a.numpy())
+
+
+def test_float64_is_refused_with_the_nki_dtype_error():
+    with pytest.raises(NkiError) as info:
+        kernels.add_returning(_x(4, 4).double(), _x(4, 4).double())
+    assert info.value.code == "err_unsupported_dtype"
+
+
+def test_tensors_on_two_devices_are_refused():
+    if torch.neuron.device_count() < 2:
+        pytest.skip("one simulated device")
+    with pytest.raises(NkiError, match="one launch runs on one NeuronCore"):
+        kernels.add_returning(_x(4, 4), _x(4, 4).to("neuron:1"))
+
+
+def test_the_kernel_object_does_not_keep_its_outputs_alive():
+    a = _x(128, 256)
+    gc.collect()
+    torch.neuron.synchronize()
+    before = torch.neuron.memory_allocated()
+    out = kernels.add_returning(a, a)
+    assert torch.neuron.memory_allocated() > before
+    del out
+    assert torch.neuron.memory_allocated() == before
+    assert kernels.add_returning.report is not None  # the cost report stays

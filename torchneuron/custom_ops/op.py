@@ -1,0 +1,63 @@
+"""``nki_op``: a Python function that launches NKI kernels on torch tensors, registered as a torch custom op."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from ..nki import torch_io
+from . import registry
+
+
+def nki_op(name: str, fn: Callable[..., Any] | None = None, /, *, mutates_args: str | Iterable[str],
+           device_types: str | Iterable[str] | None = None, schema: str | None = None) -> Any:
+    """Register ``fn`` as the custom op ``name`` ("namespace::op"), like ``torch.library.custom_op``.
+
+    ``fn`` takes and returns torch tensors and calls ``@nki.jit`` kernels (either API generation, with grids)
+    on them. Returns the ``torch.library.CustomOpDef``: call it, or use ``torch.ops.namespace.op``;
+    ``register_autograd``, ``register_fake``, ``register_kernel`` work as on any custom op. The fake
+    implementation is ``fn`` itself: on fake or meta tensors its kernels launch shape-only (they allocate
+    their outputs, run their Python, touch no data). Tensor arguments must be on the neuron device.
+    """
+
+    def register(fn: Callable[..., Any]) -> Any:
+        if isinstance(mutates_args, str) and mutates_args != "unknown":
+            raise TypeError(f"torchneuron.nki_op({name!r}): mutates_args must be a tuple of argument names "
+                            f"(e.g. mutates_args=({mutates_args!r},)), got the string {mutates_args!r}.")
+        # inferred from fn itself: its annotations are evaluated in its own module
+        sig_schema = schema or torch.library.infer_schema(fn, mutates_args=mutates_args)
+        op = torch.library.custom_op(name, _device_impl(name, fn), mutates_args=mutates_args,
+                                     device_types=device_types, schema=sig_schema)
+        op.register_fake(fn)
+        registry.add(name, fn)
+        return op
+
+    return register if fn is None else register(fn)
+
+
+def _device_impl(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    signature = inspect.signature(fn)
+    what = f"torchneuron.nki_op {name!r}"
+
+    @functools.wraps(fn)
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        _check_devices(name, signature, args, kwargs)
+        with torch_io.device_only(what):
+            return fn(*args, **kwargs)
+
+    return impl
+
+
+def _check_devices(name: str, signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    bound = signature.bind(*args, **kwargs)
+    for pname, value in bound.arguments.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if isinstance(v, torch.Tensor) and v.device.type != "neuron":
+                raise RuntimeError(
+                    f"{name}: argument {pname!r} {tuple(v.shape)} {v.dtype} is on {v.device}, but this NKI op's "
+                    f"kernels run on the neuron device. Move it there first: {pname}.to('neuron').")
