@@ -93,7 +93,7 @@ def test_compiled_graph_on_trn_compiles_the_op_as_a_custom_call(fake_cc, monkeyp
     monkeypatch.setattr(compiled_graph, "_compile_target", lambda: "trn2")
     monkeypatch.setenv("TORCHNEURON_DEBUG_DIR", str(tmp_path / "dbg"))
     f = torch.compile(lambda a, b: add(a.exp(), b) * 2, backend="neuron")
-    with pytest.raises(Exception, match="runs only on a Trn host with the nrt runtime"):
+    with pytest.raises(Exception, match="loading a NEFF needs the nrt runtime"):
         f(torch.randn(4, 130, 8, device="neuron"), torch.randn(4, 130, 8, device="neuron"))
     argvs = fake_cc()
     assert argvs and all(argv[argv.index("--target") + 1] == "trn2" for argv in argvs)  # pieces + custom call

@@ -218,7 +218,7 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
         return Launch(trn_host.launch(func, args, kwargs, grid, api), None)
     with torch_io.launching(io):
         done = _simulate(func, args, kwargs, grid, api, target, io.hbm_data)
-        torch_io.finished(io, func, api, grid, args, kwargs, done.results)
+        torch_io.finished(io, func, api, grid, args, kwargs, done.results, done.report)
     return done
 
 

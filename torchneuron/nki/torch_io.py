@@ -185,6 +185,7 @@ class TorchIO:
         self.mode = mode
         self.device = device
         self.kernel = kernel
+        self.profile_start_ns: int | None = None  # set when torch.profiler records this device launch
         # start address of a flat array -> (the tensor whose memory it is, its byte size)
         self._owners: dict[int, tuple[Any, int]] = {}
 
@@ -327,6 +328,8 @@ def _launch_io() -> TorchIO:
 @contextmanager
 def launching(io: TorchIO) -> Iterator[TorchIO]:
     """The simulator runs a launch of ``io``: its torch tensors convert through ``io`` (the host kind below)."""
+    if io.mode == DEVICE:
+        _profiler_start(io)
     previous = getattr(_local, "launch", None)
     _local.launch = io
     try:
@@ -336,11 +339,33 @@ def launching(io: TorchIO) -> Iterator[TorchIO]:
         io.close()
 
 
+def _profiler_start(io: TorchIO) -> None:
+    """A device launch under ``torch.profiler`` (PrivateUse1) is one "kernel" device event: the earlier work
+    queued on the stream is drained first, so the event times the kernel alone."""
+    from ..profiler import events
+
+    if events.recording():
+        from ..lowering import host_bridge
+
+        host_bridge.drain(io.device)
+        io.profile_start_ns = events.now_ns()
+
+
 def finished(io: TorchIO, func: Any, api: str, grid: tuple[Any, ...], args: tuple[Any, ...],
-             kwargs: dict[str, Any], results: Any) -> None:
-    """After a launch: a shape-only one is recorded when a Trn custom call is being built from its op."""
+             kwargs: dict[str, Any], results: Any, report: Any = None) -> None:
+    """After a launch: a shape-only one is recorded when a Trn custom call is being built from its op; a
+    profiled device launch becomes a device event carrying the cost model's estimate (``report``)."""
     if io.shape_only and (rec := recorder()) is not None:
         rec.produced(rec.record(func, api, grid, args, kwargs), results)
+    if io.profile_start_ns is not None:
+        from ..profiler import events
+
+        meta: dict[str, Any] = {"grid": [int(d.size) for d in grid], "api": api}
+        if report is not None:
+            meta.update(target=report.target, bound=report.bound, est_flops=report.flops,
+                        est_bytes=report.dma_bytes)
+        events.record_device_event(func.__name__, io.device, io.profile_start_ns, events.now_ns(), kind="kernel",
+                                   estimated_ns=report.latency_ns if report is not None else None, metadata=meta)
 
 
 # Ahead of host's built-in torch kind, but only while a launch opened here runs (neuron / fake / meta tensors).
