@@ -125,12 +125,12 @@ def _message(op: str, why: str) -> str:
             f"CPU. Avoid the op, or set {_env.FALLBACK}=warn to let it run on the host path.")
 
 
-def _mode() -> str:
+def _mode(nrt: bool) -> str:
     """``error`` | ``warn`` | ``record`` (``auto`` resolved: warn in strict mode and on nrt, where the op really
     runs on the CPU; record only in the simulator's host mode)."""
     mode = _env.get(_env.FALLBACK).strip().lower()
     if mode == "auto":
-        return "warn" if _env.get(_env.EAGER).strip().lower() == "lowered" or _on_nrt() else "record"
+        return "warn" if _env.get(_env.EAGER).strip().lower() == "lowered" or nrt else "record"
     if mode not in ("warn", "error"):
         raise ValueError(f"{_env.FALLBACK}={mode!r}: expected auto, warn or error")
     return mode
@@ -143,11 +143,12 @@ def report_fallback(op: str, why: str, stacklevel: int = 3) -> str | None:
         _fallbacks.setdefault(op, why)
         first = op not in _warned
         _warned.add(op)
-    mode = _mode()
+    nrt = _on_nrt()  # asked once: both the mode and the message depend on it
+    mode = _mode(nrt)
     if mode == "error":
         return _message(op, why)
     if first and mode == "warn":
-        warnings.warn(f"{op} has no StableHLO lowering ({why}); {_where_it_runs()}. See torchneuron.fallback_ops(); "
+        warnings.warn(f"{op} has no StableHLO lowering ({why}); {_where_it_runs(nrt)}. See torchneuron.fallback_ops(); "
                       f"{_env.FALLBACK}=error makes this an error.", FallbackWarning, stacklevel=stacklevel)
     return None
 
@@ -161,8 +162,7 @@ def _on_nrt() -> bool:
         return False
 
 
-def _where_it_runs() -> str:
-    nrt = _on_nrt()
+def _where_it_runs(nrt: bool) -> str:
     if nrt:
         return "it runs on the CPU (its inputs read from the device, its results written back)"
     return "it runs on the host path here and would fall back to the CPU on a Trn host"
