@@ -81,6 +81,8 @@ class _CollectiveWork(torch.distributed.Work):
                  outputs: list[torch.Tensor], post: list[tuple[int, torch.Tensor, torch.Tensor, int]], context: str,
                  rank: int) -> None: ...
 
+def _quiesce_collectives(timeout_s: float) -> bool: ...
+
 # post-op kinds of a _CollectiveWork: copy src into dst; divide dst by the divisor (AVG)
 _POST_COPY: int
 _POST_DIV: int

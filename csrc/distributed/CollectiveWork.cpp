@@ -3,6 +3,9 @@
 #include <ATen/core/ivalue_inl.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "device/Streams.h"
@@ -59,46 +62,142 @@ c10::intrusive_ptr<c10::ivalue::Future> completionOf(const c10::intrusive_ptr<c1
   return future;
 }
 
-c10::intrusive_ptr<c10::ivalue::Future> allDone(const std::vector<c10::intrusive_ptr<c10d::Work>>& works) {
-  if (works.size() == 1) {
-    return completionOf(works[0]);
+// Everything one collective keeps alive until its transfer is over, even if the user drops the Work.
+struct Pending {
+  std::vector<c10::intrusive_ptr<c10d::Work>> transport;
+  std::vector<c10::intrusive_ptr<c10::ivalue::Future>> completions;  // one per transport Work
+  std::vector<at::Tensor> inputs;
+  std::vector<at::Tensor> outputs;
+  std::vector<PostOp> post;
+  c10::intrusive_ptr<c10::ivalue::Future> done;  // the Work's future: outputs, after the post-ops ran
+  std::string context;
+
+  // True once no transport thread holds any of it: then dropping it cannot be a transport thread's job.
+  bool releasedByTransport(long holders) const {
+    for (const auto& w : transport) {
+      if (w.use_count() != 1) return false;
+    }
+    for (const auto& f : completions) {
+      if (f.use_count() > 2) return false;  // this + the transport Work that owns it
+    }
+    return holders == 1;
   }
-  c10::List<c10::intrusive_ptr<c10::ivalue::Future>> futures(c10::FutureType::create(c10::AnyType::get()));
-  for (const auto& w : works) {
-    futures.push_back(completionOf(w));
+};
+
+// Completed collectives wait here to be released on a user thread. Since torch 2.13 every C++ reference to
+// a tensor Python has seen keeps its PyObject alive, so the last release takes the GIL; a transport thread
+// (gloo's worker) that does so while the interpreter finalizes is killed by CPython inside a noexcept
+// destructor, which aborts the process ("terminate called without an active exception") after a clean run.
+class Retired {
+ public:
+  void add(std::shared_ptr<Pending> p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.push_back(std::move(p));
+    --in_flight_;
   }
-  return c10::collectAll(futures);
+  void started() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++in_flight_;
+  }
+  // Releases, on the calling (user) thread, what no transport thread holds any more; true when nothing is
+  // left in flight or waiting.
+  bool reap() {
+    std::vector<std::shared_ptr<Pending>> done;
+    bool empty;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto keep = entries_.begin();
+      for (auto& e : entries_) {
+        if (e->releasedByTransport(e.use_count())) {
+          done.push_back(std::move(e));
+        } else {
+          *keep++ = std::move(e);
+        }
+      }
+      entries_.erase(keep, entries_.end());
+      empty = entries_.empty() && in_flight_ == 0;
+    }
+    return empty;  // `done` is released here, outside the lock
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<Pending>> entries_;
+  int64_t in_flight_ = 0;
+};
+
+Retired& retired() {
+  static auto* r = new Retired();  // never destroyed: what is left at process exit is left to the OS
+  return *r;
+}
+
+void settle(Pending& p, c10::ivalue::Future& all) {
+  try {
+    if (all.hasError()) {
+      C10_THROW_ERROR(DistBackendError, p.context + ": " + describe(all.exception_ptr()));
+    }
+    for (const auto& f : p.completions) {
+      if (f->hasError()) {
+        C10_THROW_ERROR(DistBackendError, p.context + ": " + describe(f->exception_ptr()));
+      }
+    }
+    applyPostOps(p.post);
+  } catch (...) {
+    p.done->setError(std::current_exception());
+    return;
+  }
+  p.done->markCompleted(c10::IValue(p.outputs));
 }
 
 } // namespace
+
+bool quiesceCollectives(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(50);
+  while (!retired().reap()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
+  return true;
+}
 
 CollectiveWork::CollectiveWork(std::vector<c10::intrusive_ptr<c10d::Work>> transport, std::vector<at::Tensor> inputs,
                                std::vector<at::Tensor> outputs, std::vector<PostOp> post, std::string context,
                                int rank)
     : Work(rank), transport_(std::move(transport)), outputs_(std::move(outputs)), context_(std::move(context)) {
   TORCH_CHECK(!transport_.empty(), context_, ": a collective needs at least one transport operation");
+  retired().reap();
+  auto pending = std::make_shared<Pending>();
+  pending->transport = transport_;
+  for (const auto& w : transport_) {
+    pending->completions.push_back(completionOf(w));
+  }
+  pending->inputs = std::move(inputs);
+  pending->outputs = outputs_;
+  pending->post = std::move(post);
+  pending->context = context_;
+  pending->done = future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
+  c10::intrusive_ptr<c10::ivalue::Future> all;
+  if (pending->completions.size() == 1) {
+    all = pending->completions[0];
+  } else {
+    c10::List<c10::intrusive_ptr<c10::ivalue::Future>> futures(c10::FutureType::create(c10::AnyType::get()));
+    for (const auto& f : pending->completions) {
+      futures.push_back(f);
+    }
+    all = c10::collectAll(futures);
+  }
+  retired().started();
   // The callback runs on the thread that completes the transfer (a gloo worker on the simulator), without
-  // the GIL: post-ops are plain ATen calls on host views. Capturing the tensors keeps device memory alive
-  // until the transfer is over, as NCCL's record_stream does for CUDA.
-  future_ = allDone(transport_)->then(
-      [inputs = std::move(inputs), outputs = outputs_, post = std::move(post),
-       context = context_](c10::ivalue::Future& parent) -> c10::IValue {
-        if (parent.hasError()) {
-          C10_THROW_ERROR(DistBackendError, context + ": " + describe(parent.exception_ptr()));
-        }
-        if (parent.value().isList()) {  // collectAll: one completed future per transport operation
-          for (const c10::IValue& f : parent.value().toListRef()) {
-            if (f.isFuture() && f.toFuture()->hasError()) {
-              C10_THROW_ERROR(DistBackendError, context + ": " + describe(f.toFuture()->exception_ptr()));
-            }
-          }
-        }
-        applyPostOps(post);
-        return c10::IValue(outputs);
-      },
-      c10::ListType::ofTensors());
+  // the GIL: post-ops are plain ATen calls on host views. It hands what it kept alive to a user thread.
+  all->addCallback([pending](c10::ivalue::Future& parent) mutable {
+    settle(*pending, parent);
+    retired().add(std::move(pending));
+  });
 }
-
 
 bool CollectiveWork::isCompleted() { return future_->completed(); }
 
@@ -127,6 +226,7 @@ bool CollectiveWork::wait(std::chrono::milliseconds timeout) {
       pause = std::min(pause * 2, std::chrono::microseconds(5000));
     }
   }
+  retired().reap();
   if (future_->hasError()) {
     std::rethrow_exception(future_->exception_ptr());
   }

@@ -49,4 +49,9 @@ class CollectiveWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;  // value: outputs_, after the post-ops ran
 };
 
+// Releases, on the calling thread, what completed collectives kept alive once no transport thread holds
+// it; waits up to `timeout` for collectives still in flight. True when nothing is left. Called at exit
+// and by destroy_process_group so that no transport thread is releasing tensors while Python finalizes.
+bool quiesceCollectives(std::chrono::milliseconds timeout);
+
 } // namespace torchneuron::distributed

@@ -47,6 +47,14 @@ void initDistributedBindings(py::module_& m) {
            }),
            py::arg("transport"), py::arg("inputs"), py::arg("outputs"), py::arg("post"), py::arg("context"),
            py::arg("rank"));
+  m.def(
+      "_quiesce_collectives",
+      [](double timeout_s) {
+        py::gil_scoped_release no_gil;  // transport threads may need the GIL to finish releasing
+        return distributed::quiesceCollectives(
+            std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)));
+      },
+      py::arg("timeout_s"));
   m.attr("_POST_COPY") = static_cast<int>(PostOp::kCopy);
   m.attr("_POST_DIV") = static_cast<int>(PostOp::kDiv);
 

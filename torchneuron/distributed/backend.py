@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import sys
 from collections.abc import Callable
 from datetime import timedelta
@@ -11,7 +12,7 @@ import torch.distributed as dist
 from torchneuron import _C
 
 from . import devices
-from .collectives import DTYPES, NeuronCollectives
+from .collectives import DTYPES, QUIESCE_TIMEOUT_S, NeuronCollectives
 from .transport import HostGlooTransport, Transport
 
 NAME = "neuron"
@@ -49,6 +50,19 @@ def _claim_default_backend() -> None:
         pg._set_default_backend(dist.ProcessGroup.BackendType.CUSTOM)
 
 
+_quiesce_at_exit = False
+
+
+def _register_exit_quiesce() -> None:
+    """Before the interpreter finalizes, completed collectives are released on the main thread: a transport
+    thread that releases a tensor Python has seen needs the GIL, and CPython kills a thread asking for it
+    during finalization, which aborts the process (csrc/distributed/CollectiveWork.cpp, Retired)."""
+    global _quiesce_at_exit
+    if not _quiesce_at_exit:
+        atexit.register(_C._quiesce_collectives, QUIESCE_TIMEOUT_S)
+        _quiesce_at_exit = True
+
+
 def create(dist_opts, backend_opts) -> _C._PythonBackend:
     """torch.distributed's creator for backend "neuron" (extended API)."""
     if backend_opts is not None:
@@ -56,6 +70,7 @@ def create(dist_opts, backend_opts) -> _C._PythonBackend:
                          "pass timeout= to init_process_group / new_group instead")
     rank, size = dist_opts.group_rank, dist_opts.group_size
     devices.select(first_group=not dist.is_initialized())
+    _register_exit_quiesce()
     factory = _transport_factory or _runtime_transport
     transport = factory(dist_opts.store, rank, size, dist_opts.timeout, dist_opts.group_id)
     impl = NeuronCollectives(rank, size, transport, dist_opts.group_id, dist_opts.timeout)

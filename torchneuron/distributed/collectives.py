@@ -24,6 +24,9 @@ from .transport import Transport
 DTYPES = frozenset({torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
                      torch.int32, torch.int64, torch.bool})
 
+# How long destroy_process_group and interpreter exit wait for collectives still in flight (a peer that
+# never answers) before leaving what they hold to the OS.
+QUIESCE_TIMEOUT_S = 5.0
 
 _DTYPE_NAMES = ", ".join(sorted(str(d).removeprefix("torch.") for d in DTYPES))
 
@@ -398,6 +401,7 @@ class NeuronCollectives:
         self.transport.set_timeout(timeout)
 
     def shutdown(self) -> None:
+        _C._quiesce_collectives(QUIESCE_TIMEOUT_S)
         self.transport.shutdown()
 
     def abort(self) -> None:

@@ -25,6 +25,9 @@ def ddp_matches_single_process():
     log = ddp._get_ddp_logging_data()  # ~10 KB buckets once DDP rebuilt them after the first step
     assert log["has_rebuilt_buckets"] == 1 and log["num_buckets_reduced"] > 3, log
     assert len(log["rebuilt_bucket_sizes"].split(",")) == log["num_buckets_reduced"], log
+    # DDP's runtime stats, timed on the neuron stream (csrc/distributed/ReducerTimer.cpp), as CUDA's are
+    for stat in ("avg_forward_compute_time", "avg_backward_compute_time", "avg_backward_comm_time"):
+        assert log.get(stat, 0) > 0, (stat, log)
 
 
 def ddp_no_sync_accumulation():
