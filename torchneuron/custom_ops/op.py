@@ -53,8 +53,10 @@ def _device_impl(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _check_devices(name: str, signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    bound = signature.bind(*args, **kwargs)
-    for pname, value in bound.arguments.items():
+    # the op's schema has already matched the arguments to fn's parameters: only their devices are checked here
+    names = tuple(signature.parameters)
+    items = [(names[i] if i < len(names) else f"#{i}", v) for i, v in enumerate(args)]
+    for pname, value in (*items, *kwargs.items()):
         values = value if isinstance(value, (list, tuple)) else [value]
         for v in values:
             if isinstance(v, torch.Tensor) and v.device.type != "neuron":

@@ -173,6 +173,13 @@ def _numpy_view(t: Any) -> np.ndarray:
     return t.numpy()
 
 
+@functools.lru_cache(maxsize=1)
+def _host_bridge() -> Any:
+    from ..lowering import host_bridge  # loads torch: imported by the first device launch, once
+
+    return host_bridge
+
+
 def _address(arr: np.ndarray) -> int:
     return int(arr.__array_interface__["data"][0])
 
@@ -199,9 +206,7 @@ class TorchIO:
 
     def _host(self, t: Any) -> Any:
         if self.mode == DEVICE:
-            from ..lowering import host_bridge
-
-            return host_bridge.host_view(t)  # drains the stream: queued work on `t` has landed
+            return _host_bridge().host_view(t)  # drains the stream: queued work on `t` has landed
         return t
 
     # ---- inputs ----

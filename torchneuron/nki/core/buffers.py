@@ -61,21 +61,25 @@ class Storage:
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str = "",
                  partition_axis: int = 0, data: np.ndarray | None = None, track_writes: bool = False) -> None:
         self.uid = next(_ids)
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = shape = tuple(map(int, shape))
         self.dtype = dtype
         self.buffer = buffer
         self.name = name or f"{buffer.name}_{self.uid}"
         self.partition_axis = partition_axis
-        size = math.prod(self.shape)
-        self.partitions = self.shape[partition_axis] if self.shape else 1
-        self.partition_stride = math.prod(self.shape[partition_axis + 1:])
+        self.partitions = shape[partition_axis] if shape else 1
+        self.partition_stride = math.prod(shape[partition_axis + 1:])
         self._data = data  # made on first use: a result that is never materialised costs no memory
         psum = buffer.name == "psum"
         # outputs remember what was written (never-written outputs are an error); PSUM remembers it too,
         # because a legacy `psum += matmul` into never-written PSUM starts an accumulation group
-        self.written: np.ndarray | None = np.zeros(size, dtype=np.bool_) if track_writes or psum else None
+        self.written: np.ndarray | None = None
         # PSUM: True where the next `accumulate=None` matmul must overwrite instead of add.
-        self.psum_fresh: np.ndarray | None = np.ones(size, dtype=np.bool_) if psum else None
+        self.psum_fresh: np.ndarray | None = None
+        if track_writes or psum:
+            size = math.prod(shape)
+            self.written = np.zeros(size, dtype=np.bool_)
+            if psum:
+                self.psum_fresh = np.ones(size, dtype=np.bool_)
         self.pending: Any = None      # a deferred PSUM accumulation group: anything with .flush()
         self.live: Any = None         # core.memory's record of where and how long it occupies the chip
         self.result_mask: Any = None  # the mask= a legacy instruction wrote this (fresh) result tile under
@@ -86,8 +90,9 @@ class Storage:
         """The flat values; uninitialised memory reads as the sentinel (NaN / 4)."""
         data = self._data
         if data is None:
-            data = self._data = np.full(math.prod(self.shape), dtypes.sentinel(self.dtype),
-                                        dtype=dtypes.storage_dtype(self.dtype))
+            # np.full's own steps, without its Python frame (made for every tile)
+            data = self._data = np.empty(math.prod(self.shape), dtype=dtypes.storage_dtype(self.dtype))
+            np.copyto(data, dtypes.sentinel(self.dtype), casting="unsafe")
         return data
 
     @property

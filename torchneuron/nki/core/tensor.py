@@ -29,12 +29,24 @@ from .buffers import Buffer, Storage
 from .indexing import IndexArray, Mask
 
 
+_ROW_MAJOR: dict[tuple[int, ...], tuple[int, ...]] = {}  # a kernel allocates the same few shapes over and over
+
+
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out = _ROW_MAJOR.get(shape)
+    if out is not None:
+        return out
     strides, acc = [], 1
     for s in reversed(shape):
         strides.append(acc)
         acc *= s
-    return tuple(reversed(strides))
+    out = tuple(reversed(strides))
+    if len(_ROW_MAJOR) < 4096:
+        _ROW_MAJOR[tuple(int(s) for s in shape)] = out
+    return out
+
+
+_BYTE_STRIDES: dict[tuple[tuple[int, ...], int], tuple[int, ...]] = {}
 
 
 def strided(data: np.ndarray, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
@@ -43,7 +55,13 @@ def strided(data: np.ndarray, offset: int, shape: tuple[int, ...], strides: tupl
     item = data.itemsize
     if 0 in shape:
         return np.empty(shape, data.dtype)  # nothing to address
-    return np.ndarray(shape, data.dtype, buffer=data, offset=offset * item, strides=tuple(s * item for s in strides))
+    key = (strides, item)
+    byte_strides = _BYTE_STRIDES.get(key)
+    if byte_strides is None:
+        byte_strides = tuple(s * item for s in strides)
+        if len(_BYTE_STRIDES) < 4096:
+            _BYTE_STRIDES[key] = byte_strides
+    return np.ndarray(shape, data.dtype, buffer=data, offset=offset * item, strides=byte_strides)
 
 
 class Bound(NamedTuple):
@@ -65,23 +83,29 @@ def oob(name: str, dim: int, lo: int, hi: int, size: int) -> Exception:
 class NkiTensor:
     """A tensor in HBM, SBUF or PSUM as a kernel sees it."""
 
+    # dtype, buffer, ndim and free_size are fixed by the storage and shape: plain attributes, since every
+    # operand check and cost estimate asks for them
     __slots__ = ("storage", "shape", "strides", "offset", "pdim", "index", "bounds", "size", "partitions", "checked",
-                 "_views")
+                 "_views", "dtype", "buffer", "ndim", "free_size")
     __array_priority__ = 100  # `np_scalar * tile` uses our operators
 
     def __init__(self, storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...] | None, offset: int,
                  pdim: int | None = 0, index: np.ndarray | None = None, bounds: tuple[Bound, ...] = ()) -> None:
         self.storage = storage
-        self.shape = shape if type(shape) is tuple else tuple(int(s) for s in shape)
+        self.shape = shape = shape if type(shape) is tuple else tuple(int(s) for s in shape)
         self.strides = strides
         self.offset = int(offset)
         self.pdim = pdim
         self.index = index          # gather views: flat offsets, shape == self.shape
         self.bounds = bounds        # gather bounds, checked when an instruction uses the view
-        self.size = math.prod(self.shape)
-        self.partitions = self.shape[pdim] if pdim is not None and self.shape else 1
+        self.size = size = math.prod(shape)
+        self.partitions = partitions = shape[pdim] if pdim is not None and shape else 1
         self.checked = 0            # the partition limit an operand check passed for (ops.common)
         self._views: dict[int, np.ndarray] | None = None  # strided views of the storage arrays, by id
+        self.dtype: np.dtype = storage.dtype
+        self.buffer: Buffer = storage.buffer
+        self.ndim = len(shape)
+        self.free_size = size // (partitions or 1)
 
     @classmethod
     def whole(cls, storage: Storage) -> NkiTensor:
@@ -96,28 +120,12 @@ class NkiTensor:
 
     # ---- properties ----
     @property
-    def dtype(self) -> np.dtype:
-        return self.storage.dtype
-
-    @property
-    def buffer(self) -> Buffer:
-        return self.storage.buffer
-
-    @property
     def name(self) -> str:
         return self.storage.name
 
     @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
     def itemsize(self) -> int:
         return dtypes.itemsize(self.dtype)
-
-    @property
-    def free_size(self) -> int:
-        return self.size // (self.partitions or 1)
 
     @property
     def is_gather(self) -> bool:
@@ -269,6 +277,16 @@ class NkiTensor:
 
     # ---- indexing ----
     def __getitem__(self, key: Any) -> NkiTensor:
+        if self.index is None:
+            plain = key if type(key) is tuple else (key,)
+            for k in plain:
+                kind = type(k)
+                if kind is not slice and kind is not int:
+                    break
+            else:  # slices and integers only, the common case: nothing to normalise
+                if len(plain) > self.ndim:
+                    self._normalise_key(plain)  # raises the too-many-indices error
+                return self._basic(plain)
         key = self._normalise_key(key)
         if self.index is not None:
             return self._index_gather(key)

@@ -199,7 +199,7 @@ def allocate(shape: Any, dtype: Any, buffer: Buffer = SBUF, name: str = "",
             raise fail(ERR_PARTITIONS, f"number of partitions {plain[paxis]} exceed architecture limitation of "
                        f"{run.target.pmax} (allocating {name or 'a tile'} of shape {plain}).",
                        f"split the leading dimension into tiles of {run.target.pmax} partitions.")
-    if buffer == SHARED_HBM:
+    if buffer.name == "shared_hbm":  # buffer == SHARED_HBM, without Buffer.__eq__'s call per allocation
         return _shared(run, plain, dt, name)
     if buffer.is_hbm and run.api == "legacy" and _at_kernel_level(run):
         # legacy kernels return nl.hbm outputs: one tensor for the whole grid, as shared_hbm is

@@ -56,21 +56,45 @@ def strided_penalty(*operands: Any) -> float:
 
 def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine: str = "vector") -> None:
     run = context.current()
-    n = max(_per_partition(t) for t in [dst, *inputs])
+    tensors = [t for t in inputs if isinstance(t, NkiTensor)]
+    n = dst.free_size
+    for t in tensors:
+        if t.free_size > n:
+            n = t.free_size
+    if len(tensors) < len(inputs) and n < 1:  # a scalar operand counts one element
+        n = 1
     if engine == "gpsimd":
         cycles = cost.gpsimd_cycles(n)
     elif engine == "scalar":
         cycles = cost.scalar_cycles(n)
     else:
-        tensors = [t for t in inputs if isinstance(t, NkiTensor)]
-        fast = all(t.dtype in _FAST16 for t in [*tensors, dst])
+        fast = dst.dtype in _FAST16 and all(t.dtype in _FAST16 for t in tensors)
         two = len(tensors) >= 2 and not any(t.buffer == PSUM for t in tensors) and not fast
         cycles = cost.vector_cycles(run.target, n, 2 if two else 1, fast, kind)
     cycles *= strided_penalty(dst, *inputs)
     run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES)
 
 
+_ENGINE_NAMES: dict[tuple[type, Any, str], str] = {}
+
+
 def _engine_name(engine: Any, default: str) -> str:
+    # the engine enums and names are few: each resolved once (enum .name is a Python descriptor). Keyed by
+    # type too: IntEnum members equal their ints (engine.tensor == 1 == dma_engine.gpsimd_dma).
+    key = (type(engine), engine, default)
+    try:
+        return _ENGINE_NAMES[key]
+    except (KeyError, TypeError):
+        pass
+    name = _resolve_engine(engine, default)
+    try:
+        _ENGINE_NAMES[key] = name
+    except TypeError:  # an unhashable stand-in
+        pass
+    return name
+
+
+def _resolve_engine(engine: Any, default: str) -> str:
     name = getattr(engine, "name", engine)
     if name in (None, "unknown", 0):
         return default
