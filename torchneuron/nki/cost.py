@@ -81,7 +81,7 @@ class CostModel:
         self.dma_free = [0.0] * target.dma_engines
         self.ready: dict[int, float] = {}   # storage uid -> time its last write completes
         self.busy = {e: 0.0 for e in ENGINES}
-        self.counts: Counter[str] = Counter()
+        self.counts: dict[str, int] = dict.fromkeys(ENGINES, 0)  # instructions per engine
         self.end = 0.0
         self.flops = 0.0
         self.dma_bytes = 0.0
@@ -180,11 +180,17 @@ def gpsimd_cycles(n: int) -> float:
 
 
 def report(models: list[CostModel], target: Target, peak_sbuf: int = 0, peak_psum: int = 0) -> CostReport:
-    busy = {e: max((m.busy[e] for m in models), default=0.0) for e in ENGINES}
-    counts: Counter[str] = Counter()
-    for m in models:
-        counts.update(m.counts)
-    latency = max((m.end for m in models), default=0.0)
+    if len(models) == 1:  # one core (every launch but LNC=2 ones): the model's own numbers
+        m = models[0]
+        busy = dict(m.busy)
+        counts: dict[str, int] = m.counts
+        latency = m.end
+    else:
+        busy = {e: max((m.busy[e] for m in models), default=0.0) for e in ENGINES}
+        counts = Counter()
+        for m in models:
+            counts.update(m.counts)
+        latency = max((m.end for m in models), default=0.0)
     bound = max(ENGINES, key=lambda e: busy[e])
     return CostReport(
         target=target.name, latency_ns=latency, engine_busy_ns=busy,

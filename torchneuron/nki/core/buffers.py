@@ -52,6 +52,24 @@ SHARED_HBM = Buffer("shared_hbm")
 _ids = itertools.count(1)
 
 
+# Copying a slice of a prefilled array is the cheapest way to a new filled one (np.ones and np.full run
+# Python code; a tile is allocated per instruction or two)
+_TRUE = np.ones(1 << 16, dtype=np.bool_)
+_TRUE.flags.writeable = False
+_SENTINEL_FILLED: dict[np.dtype, np.ndarray] = {}
+
+
+def _uninitialised(size: int, dtype: np.dtype) -> np.ndarray:
+    """`size` elements of `dtype` storage reading as the sentinel (NaN / 4), as np.full would make them."""
+    filled = _SENTINEL_FILLED.get(dtype)
+    if filled is None:
+        filled = _SENTINEL_FILLED[dtype] = np.full(1 << 16, dtypes.sentinel(dtype), dtype=dtypes.storage_dtype(dtype))
+        filled.flags.writeable = False
+    if size <= filled.size:
+        return filled[:size].copy()
+    return np.full(size, dtypes.sentinel(dtype), dtype=dtypes.storage_dtype(dtype))
+
+
 class Storage:
     """One allocation. `data` is flat; views compute element offsets into it."""
 
@@ -79,7 +97,7 @@ class Storage:
             size = math.prod(shape)
             self.written = np.zeros(size, dtype=np.bool_)
             if psum:
-                self.psum_fresh = np.ones(size, dtype=np.bool_)
+                self.psum_fresh = _TRUE[:size].copy() if size <= _TRUE.size else np.ones(size, dtype=np.bool_)
         self.pending: Any = None      # a deferred PSUM accumulation group: anything with .flush()
         self.live: Any = None         # core.memory's record of where and how long it occupies the chip
         self.result_mask: Any = None  # the mask= a legacy instruction wrote this (fresh) result tile under
@@ -90,9 +108,7 @@ class Storage:
         """The flat values; uninitialised memory reads as the sentinel (NaN / 4)."""
         data = self._data
         if data is None:
-            # np.full's own steps, without its Python frame (made for every tile)
-            data = self._data = np.empty(math.prod(self.shape), dtype=dtypes.storage_dtype(self.dtype))
-            np.copyto(data, dtypes.sentinel(self.dtype), casting="unsafe")
+            data = self._data = _uninitialised(math.prod(self.shape), self.dtype)
         return data
 
     @property

@@ -256,7 +256,10 @@ def tensor_copy(dst: NkiTensor, src: Any, engine: Any = None, mask: np.ndarray |
     if isinstance(src, NkiTensor) and src.dtype == dst.dtype and eng != "scalar":
         if src.buffer == PSUM:
             src.psum_mark(True)
-        dst.write(np.broadcast_to(src.read(mask_for(mask, src.shape)), dst.shape), mask_for(mask, dst.shape))
+        values = src.read(mask_for(mask, src.shape))
+        if values.shape != dst.shape:
+            values = np.broadcast_to(values, dst.shape)
+        dst.write(values, mask_for(mask, dst.shape))
     else:
         write(dst, read(src, mask), mask, api)
     _vector_cost(api, dst, [src], "copy", eng)
