@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ERR_OUTSIDE_KERNEL, fail
 from ..hardware import Target
-from .memory import OnChipMemory
+from .memory import OnChipMemory, Whole
 from .tensor import NkiTensor
 
 if TYPE_CHECKING:
@@ -55,8 +55,15 @@ class KernelRun:
         for t in tensors:
             if isinstance(t, NkiTensor):
                 st = t.storage
-                if st.live is not None:
-                    st.live.touch(tick, t)
+                live = st.live
+                if live is not None:
+                    if type(live) is Whole:  # Whole.touch, inline: every operand of every instruction
+                        iv = live.interval
+                        if iv.first < 0:
+                            iv.first = tick
+                        iv.last = tick
+                    else:
+                        live.touch(tick, t)
                 out.append(st)
         return out
 

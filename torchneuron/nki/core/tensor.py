@@ -186,9 +186,10 @@ class NkiTensor:
         st = self.storage
         if st.pending is not None:
             st.flush()
+        data = st._data if st._data is not None else st.data
         if self.index is None:
-            return self.view_of(st.data)
-        return st.data[self.safe_index(mask)]
+            return self.view_of(data)
+        return data[self.safe_index(mask)]
 
     def read_compute(self, mask: np.ndarray | None = None) -> np.ndarray:
         """The values as the engines compute with them: fp32. Never mutate the result (it may be the
@@ -196,7 +197,7 @@ class NkiTensor:
         st = self.storage
         if st.pending is not None:
             st.flush()
-        data = st.data
+        data = st._data if st._data is not None else st.data
         if data.dtype == np.float32:
             return self.view_of(data) if self.index is None else data[self.safe_index(mask)]
         if self.index is not None:
@@ -218,7 +219,7 @@ class NkiTensor:
         st._compute = None
         if self.index is None:
             if mask is None:
-                self.view_of(st.data)[...] = values
+                self.view_of(st._data if st._data is not None else st.data)[...] = values
                 if st.written is not None:
                     self.view_of(st.written)[...] = True
                 if st.psum_fresh is not None:
@@ -366,15 +367,16 @@ class NkiTensor:
                 pdim = len(shape)
             shape.append(self.shape[rest])
             strides.append(self.strides[rest])  # type: ignore[index]
-        keep = set()
-        if self.ndim >= 2:
-            while droppable and len(shape) - len(droppable) < 2:
-                keep.add(droppable.pop())
-        for p in sorted((p for p in droppable if p not in keep), reverse=True):
-            del shape[p]
-            del strides[p]
-            if pdim is not None and pdim > p:
-                pdim -= 1
+        if droppable:
+            keep = set()
+            if self.ndim >= 2:
+                while droppable and len(shape) - len(droppable) < 2:
+                    keep.add(droppable.pop())
+            for p in sorted((p for p in droppable if p not in keep), reverse=True):
+                del shape[p]
+                del strides[p]
+                if pdim is not None and pdim > p:
+                    pdim -= 1
         if not on_chip:
             pdim = 0
         return self.derive(tuple(shape), tuple(strides), offset, pdim)

@@ -46,9 +46,10 @@ def strided_penalty(*operands: Any) -> float:
     """Free-dim steps wider than 16 bytes halve SBUF bandwidth (reference §3): such instructions take 2x."""
     for t in operands:
         if isinstance(t, NkiTensor) and t.strides and t.index is None and t.buffer.on_chip:
-            for d in range(len(t.shape) - 1, -1, -1):  # the innermost free dim that moves
-                if d != t.pdim and t.shape[d] > 1:
-                    if abs(t.strides[d]) * t.itemsize > 16:
+            shape, strides, pdim = t.shape, t.strides, t.pdim
+            for d in range(len(shape) - 1, -1, -1):  # the innermost free dim that moves
+                if d != pdim and shape[d] > 1:
+                    if abs(strides[d]) * dtypes.itemsize(t.dtype) > 16:
                         return 2.0
                     break
     return 1.0
@@ -69,7 +70,7 @@ def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine:
         cycles = cost.scalar_cycles(n)
     else:
         fast = dst.dtype in _FAST16 and all(t.dtype in _FAST16 for t in tensors)
-        two = len(tensors) >= 2 and not any(t.buffer == PSUM for t in tensors) and not fast
+        two = len(tensors) >= 2 and not any(t.buffer.name == "psum" for t in tensors) and not fast
         cycles = cost.vector_cycles(run.target, n, 2 if two else 1, fast, kind)
     cycles *= strided_penalty(dst, *inputs)
     run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES)
@@ -118,7 +119,8 @@ def tensor_tensor(dst: NkiTensor, data1: Any, data2: Any, op: Any, engine: Any =
                   api: str = "tensor_tensor") -> None:
     name = alu.op_name(op)
     _check_compute(api, dst, data1=data1, data2=data2)
-    if isinstance(data1, NkiTensor) and isinstance(data2, NkiTensor) and data1.buffer == PSUM == data2.buffer:
+    if isinstance(data1, NkiTensor) and isinstance(data2, NkiTensor) and data1.buffer.name == "psum" \
+            and data2.buffer.name == "psum":
         raise fail(ERR_MEMORY, f"both inputs of '{api}' are in PSUM; the Vector engine reads at most one PSUM "
                    "operand per instruction.", "copy one operand to SBUF first (nl.copy / nisa.tensor_copy).")
     broadcast_shape(api, data1, data2)
@@ -254,7 +256,7 @@ def tensor_copy(dst: NkiTensor, src: Any, engine: Any = None, mask: np.ndarray |
     if eng == "gpsimd" and (dst.buffer == PSUM or (isinstance(src, NkiTensor) and src.buffer == PSUM)):
         raise fail(ERR_MEMORY, f"'{api}' on the GpSimd engine cannot access PSUM.", "use engine=nisa.vector_engine.")
     if isinstance(src, NkiTensor) and src.dtype == dst.dtype and eng != "scalar":
-        if src.buffer == PSUM:
+        if src.buffer.name == "psum":  # src.buffer == PSUM, without Buffer.__eq__'s call
             src.psum_mark(True)
         values = src.read(mask_for(mask, src.shape))
         if values.shape != dst.shape:
