@@ -108,15 +108,22 @@ def recorder() -> LaunchRecorder | None:
     return getattr(_local, "recorder", None)
 
 
-@contextmanager
-def device_only(what: str) -> Iterator[None]:
-    """Kernels launched inside refuse CPU tensors (the torch path: ``nki_op`` bodies, ``wrap_nki`` calls)."""
-    previous = getattr(_local, "device_only", None)
-    _local.device_only = what
-    try:
-        yield
-    finally:
-        _local.device_only = previous
+class device_only:
+    """``with device_only(what):`` kernels launched inside refuse CPU tensors (the torch path: ``nki_op``
+    bodies, ``wrap_nki`` calls). A class, not a generator context: entered once per op call."""
+
+    __slots__ = ("what", "previous")
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.previous: str | None = None
+
+    def __enter__(self) -> None:
+        self.previous = getattr(_local, "device_only", None)
+        _local.device_only = self.what
+
+    def __exit__(self, *exc: object) -> None:
+        _local.device_only = self.previous
 
 
 def _torch_dtypes() -> dict[Any, np.dtype]:

@@ -9,8 +9,7 @@ documented `err_nki_api_outside_of_nki_kernel` when there is none.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -101,11 +100,20 @@ def active() -> KernelRun | None:
     return getattr(_state, "run", None)
 
 
-@contextmanager
-def running(run: KernelRun) -> Iterator[KernelRun]:
-    previous = getattr(_state, "run", None)
-    _state.run = run
-    try:
-        yield run
-    finally:
-        _state.run = previous
+class running:
+    """`with running(run):` makes `run` the current launch on this thread (a class, not a generator
+    context: entered once per kernel instance)."""
+
+    __slots__ = ("run", "previous")
+
+    def __init__(self, run: KernelRun) -> None:
+        self.run = run
+        self.previous: KernelRun | None = None
+
+    def __enter__(self) -> KernelRun:
+        self.previous = getattr(_state, "run", None)
+        _state.run = self.run
+        return self.run
+
+    def __exit__(self, *exc: object) -> None:
+        _state.run = self.previous

@@ -160,7 +160,8 @@ class OnChipMemory:
                     continue
                 used += iv.nbytes
                 live.add(iv)
-                peak = max(peak, used)
+                if used > peak:
+                    peak = used
                 if used > limit:
                     raise self._overflow(kind, iv, used - iv.nbytes, limit, live)
             self.peak[kind] = peak
