@@ -89,7 +89,8 @@ def _engine_name(engine: Any, default: str) -> str:
         pass
     name = _resolve_engine(engine, default)
     try:
-        _ENGINE_NAMES[key] = name
+        if len(_ENGINE_NAMES) < 256:  # a handful of enums and names in practice; never unbounded
+            _ENGINE_NAMES[key] = name
     except TypeError:  # an unhashable stand-in
         pass
     return name

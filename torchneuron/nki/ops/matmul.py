@@ -121,7 +121,8 @@ def engine_name(engine: Any) -> str:
     eng = str(getattr(engine, "name", engine) or "tensor").removesuffix("_engine")
     eng = "tensor" if eng in ("unknown", "0", "None") else eng
     try:
-        _ENGINE_NAMES[key] = eng
+        if len(_ENGINE_NAMES) < 256:  # a handful of enums and names in practice; never unbounded
+            _ENGINE_NAMES[key] = eng
     except TypeError:  # an unhashable stand-in
         pass
     return eng
