@@ -73,7 +73,7 @@ def _uninitialised(size: int, dtype: np.dtype) -> np.ndarray:
 class Storage:
     """One allocation. `data` is flat; views compute element offsets into it."""
 
-    __slots__ = ("uid", "shape", "dtype", "buffer", "name", "partition_axis", "written", "psum_fresh", "pending",
+    __slots__ = ("uid", "shape", "dtype", "buffer", "_name", "partition_axis", "written", "psum_fresh", "pending",
                  "live", "result_mask", "_compute", "partitions", "partition_stride", "_data", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str = "",
@@ -82,7 +82,7 @@ class Storage:
         self.shape = shape = tuple(map(int, shape))
         self.dtype = dtype
         self.buffer = buffer
-        self.name = name or f"{buffer.name}_{self.uid}"
+        self._name = name  # the default name is made only when asked for (errors, reprs)
         self.partition_axis = partition_axis
         self.partitions = shape[partition_axis] if shape else 1
         self.partition_stride = math.prod(shape[partition_axis + 1:])
@@ -102,6 +102,10 @@ class Storage:
         self.live: Any = None         # core.memory's record of where and how long it occupies the chip
         self.result_mask: Any = None  # the mask= a legacy instruction wrote this (fresh) result tile under
         self._compute: dict[Any, np.ndarray] | None = None  # fp32 copies of views, until the next write
+
+    @property
+    def name(self) -> str:
+        return self._name or f"{self.buffer.name}_{self.uid}"
 
     @property
     def data(self) -> np.ndarray:

@@ -40,15 +40,20 @@ _TICK_AND_KIND = operator.itemgetter(0, 1)  # live-range events sort by instruct
 class Interval:
     """One live range: `nbytes` per partition from instruction `first` to `last` (inclusive)."""
 
-    __slots__ = ("first", "last", "nbytes", "kind", "name", "where")
+    __slots__ = ("first", "last", "nbytes", "kind", "_name", "where")
 
-    def __init__(self, nbytes: int, kind: str, name: str, where: Any) -> None:
+    def __init__(self, nbytes: int, kind: str, name: str | tuple[str, int], where: Any) -> None:
         self.first = -1
         self.last = -1
         self.nbytes = nbytes
         self.kind = kind
-        self.name = name
+        self._name = name  # or (buffer name, storage uid): the storage's default name, made if reported
         self.where = where
+
+    @property
+    def name(self) -> str:
+        name = self._name
+        return name if isinstance(name, str) else f"{name[0]}_{name[1]}"
 
 
 class Whole:
@@ -132,7 +137,7 @@ class OnChipMemory:
             storage.live = Blocks(block_elems, per_block, kind, storage.name, where, self.intervals.append)
             return
         tiles = blocks if physical_tiles is None else min(physical_tiles, blocks)
-        iv = Interval(per_block * max(tiles, 1), kind, storage.name, where)
+        iv = Interval(per_block * max(tiles, 1), kind, storage._name or (kind, storage.uid), where)
         self.intervals.append(iv)
         storage.live = Whole(iv)
 

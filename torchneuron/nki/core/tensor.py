@@ -89,7 +89,7 @@ class NkiTensor:
     # dtype, buffer, ndim and free_size are fixed by the storage and shape: plain attributes, since every
     # operand check and cost estimate asks for them
     __slots__ = ("storage", "shape", "strides", "offset", "pdim", "index", "bounds", "size", "partitions", "checked",
-                 "_views", "dtype", "buffer", "ndim", "free_size")
+                 "_views", "_data_src", "_data_view", "dtype", "buffer", "ndim", "free_size")
     __array_priority__ = 100  # `np_scalar * tile` uses our operators
 
     def __init__(self, storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...] | None, offset: int,
@@ -104,7 +104,11 @@ class NkiTensor:
         self.size = size = math.prod(shape)
         self.partitions = partitions = shape[pdim] if pdim is not None and shape else 1
         self.checked = 0            # the partition limit an operand check passed for (ops.common)
-        self._views: dict[int, np.ndarray] | None = None  # strided views of the storage arrays, by id
+        # strided views of the storage arrays: the first one asked for (nearly always the values) in a
+        # slot, any other (written, psum_fresh) by id
+        self._data_src: np.ndarray | None = None
+        self._data_view: np.ndarray | None = None
+        self._views: dict[int, np.ndarray] | None = None
         self.dtype: np.dtype = storage.dtype
         self.buffer: Buffer = storage.buffer
         self.ndim = len(shape)
@@ -162,6 +166,12 @@ class NkiTensor:
 
     def view_of(self, data: np.ndarray) -> np.ndarray:
         """This view over one of the storage's flat arrays (data, written, psum_fresh); made once."""
+        if self._data_src is data:
+            return self._data_view  # type: ignore[return-value]
+        if self._data_src is None:
+            v = self._data_view = strided(data, self.offset, self.shape, self.strides or ())
+            self._data_src = data
+            return v
         views = self._views
         if views is None:
             views = self._views = {}
