@@ -98,3 +98,19 @@ def test_new_tiles_are_fresh_sentinel_filled_arrays() -> None:
     st = buffers.Storage((4, 8), f32, buffers.PSUM)
     st.psum_fresh[:] = False
     assert buffers.Storage((4, 8), f32, buffers.PSUM).psum_fresh.all()
+
+
+def test_a_kernel_annotated_after_a_launch_is_checked_from_then_on() -> None:
+    @nki.jit
+    def copy(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    x = RNG.standard_normal((8, 16), dtype=np.float32)
+    np.testing.assert_array_equal(copy(x), x)
+    copy.func.__annotations__["a"] = nt.tensor[[16, 8], nl.float32]  # nothing about annotations is remembered
+    with pytest.raises(nki_errors.NkiError, match="annotated"):
+        copy(x)

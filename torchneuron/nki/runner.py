@@ -107,35 +107,21 @@ def _kernel_location(func: Callable[..., Any], want_return: bool) -> SourceLocat
     return SourceLocation(code.co_filename, line, code.co_name)
 
 
-# func -> {parameter: annotated shape}; a kernel's annotations are fixed once it is defined
-_ANNOTATED_SHAPES: dict[Callable[..., Any], dict[str, tuple[int, ...]]] = {}
-
-
-def _annotated_shapes(func: Callable[..., Any]) -> dict[str, tuple[int, ...]]:
-    shapes = _ANNOTATED_SHAPES.get(func)
-    if shapes is not None:
-        return shapes
+def _check_annotations(func: Callable[..., Any], bound: Any) -> None:
+    if not getattr(func, "__annotations__", None):
+        return  # nothing annotated (most kernels): no need to evaluate anything
     from .typing import TensorType
 
     try:  # kernels written under `from __future__ import annotations` keep them as strings
         annotations = inspect.get_annotations(func, eval_str=True)
     except Exception:  # noqa: BLE001 - an annotation we cannot evaluate is not ours to check
-        return {}  # not remembered: a name the annotation needs may be defined later
-    shapes = {p: tuple(a.shape) for p, a in annotations.items() if isinstance(a, TensorType) and a.shape is not None}
-    _ANNOTATED_SHAPES[func] = shapes
-    return shapes
-
-
-def _check_annotations(func: Callable[..., Any], bound: Any) -> None:
-    shapes = _annotated_shapes(func)
-    if not shapes:
-        return
+        annotations = {}
     for pname, value in bound.arguments.items():
-        shape = shapes.get(pname)
-        if shape is not None and isinstance(value, NkiTensor):
-            if shape != value.shape:
+        ann = annotations.get(pname)
+        if isinstance(ann, TensorType) and ann.shape is not None and isinstance(value, NkiTensor):
+            if tuple(ann.shape) != value.shape:
                 raise NkiError(ERR_ANNOTATION, f"argument {pname!r} has shape {value.shape} but is annotated "
-                               f"{shape}.", "pass an array of the annotated shape or fix the annotation.",
+                               f"{tuple(ann.shape)}.", "pass an array of the annotated shape or fix the annotation.",
                                _kernel_location(func, False))
 
 
@@ -234,7 +220,10 @@ class _Bound:
 
 
 def _bind(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    plain = _plain_parameters(func)
+    try:
+        plain = _plain_parameters(func)
+    except TypeError:  # an unhashable callable: inspect binds it every time
+        return inspect.signature(func).bind(*args, **kwargs)
     if plain is not None:
         names, required = plain
         if len(args) <= len(names) and all(k in names[len(args):] for k in kwargs):
