@@ -9,7 +9,7 @@
 
 The machine these run on is usually shared: ratios are measured in alternation and are medians.
 
-    python benchmarks/nki_ops.py [--out PATH] [--skip-estimates]
+    python benchmarks/nki_ops.py [--out PATH] [--skip-estimates] [--train-step-only]
 """
 
 from __future__ import annotations
@@ -109,11 +109,14 @@ def measure_estimates() -> list:
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--skip-estimates", action="store_true", help="leave out the cost-model rows (about a minute)")
+    p.add_argument("--train-step-only", action="store_true",
+                   help="measure only gpt_train_step (no per-kernel timings, no cost-model rows)")
     args = p.parse_args()
     warnings.simplefilter("ignore")
     t0 = time.perf_counter()
-    result = {"kernels": measure_kernels(), "gpt_train_step": measure_train_step()}
-    if not args.skip_estimates:
+    result = {} if args.train_step_only else {"kernels": measure_kernels()}
+    result["gpt_train_step"] = measure_train_step()
+    if not args.skip_estimates and not args.train_step_only:
         result["estimates"] = measure_estimates()
     result["seconds"] = time.perf_counter() - t0
     emit(result, args.out)

@@ -40,21 +40,23 @@ def nki_op(name: str, fn: Callable[..., Any] | None = None, /, *, mutates_args: 
 
 
 def _device_impl(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    signature = inspect.signature(fn)
+    names = tuple(inspect.signature(fn).parameters)
     what = f"torchneuron.nki_op {name!r}"
 
     @functools.wraps(fn)
     def impl(*args: Any, **kwargs: Any) -> Any:
-        _check_devices(name, signature, args, kwargs)
+        _check_devices(name, names, args, kwargs)
         with torch_io.device_only(what):
             return fn(*args, **kwargs)
 
     return impl
 
 
-def _check_devices(name: str, signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    bound = signature.bind(*args, **kwargs)
-    for pname, value in bound.arguments.items():
+def _check_devices(name: str, names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    # the op's schema has already matched the arguments to fn's parameters (`names`): only their devices
+    # are checked here
+    items = [(names[i] if i < len(names) else f"#{i}", v) for i, v in enumerate(args)]
+    for pname, value in (*items, *kwargs.items()):
         values = value if isinstance(value, (list, tuple)) else [value]
         for v in values:
             if isinstance(v, torch.Tensor) and v.device.type != "neuron":

@@ -81,26 +81,39 @@ class CostModel:
         self.dma_free = [0.0] * target.dma_engines
         self.ready: dict[int, float] = {}   # storage uid -> time its last write completes
         self.busy = {e: 0.0 for e in ENGINES}
-        self.counts: Counter[str] = Counter()
+        self.counts: dict[str, int] = dict.fromkeys(ENGINES, 0)  # instructions per engine
         self.end = 0.0
         self.flops = 0.0
         self.dma_bytes = 0.0
+        self._clocks = {"tensor": target.tensor_ghz, "vector": target.vector_ghz, "scalar": target.scalar_ghz,
+                        "gpsimd": target.gpsimd_ghz}
 
     def _clock(self, engine: str) -> float:
-        t = self.target
-        return {"tensor": t.tensor_ghz, "vector": t.vector_ghz, "scalar": t.scalar_ghz, "gpsimd": t.gpsimd_ghz}[engine]
+        return self._clocks[engine]
 
     def _deps(self, reads: Any) -> float:
-        return max((self.ready.get(s.uid, 0.0) for s in reads), default=0.0)
+        ready = self.ready
+        out = 0.0
+        for s in reads:
+            t = ready.get(s.uid, 0.0)
+            if t > out:
+                out = t
+        return out
 
     def _finish(self, writes: Any, done: float) -> None:
+        ready = self.ready
         for s in writes:
-            self.ready[s.uid] = max(self.ready.get(s.uid, 0.0), done)
-        self.end = max(self.end, done)
+            if ready.get(s.uid, 0.0) < done:
+                ready[s.uid] = done
+            else:
+                ready.setdefault(s.uid, 0.0)
+        if done > self.end:
+            self.end = done
 
     def compute(self, engine: str, cycles: float, reads: Any = (), writes: Any = (), latency_cycles: float = 0.0,
                 flops: float = 0.0) -> None:
-        ns = cycles / self._clock(engine)
+        clock = self._clocks[engine]
+        ns = cycles / clock
         start = max(self.engine_free[engine], self._deps(reads))
         shares_port = self.target.generation == 2 and engine in ("vector", "gpsimd")
         if shares_port:
@@ -110,18 +123,23 @@ class CostModel:
         self.busy[engine] += ns
         self.counts[engine] += 1
         self.flops += flops
-        self._finish(writes, start + ns + latency_cycles / self._clock(engine))
+        self._finish(writes, start + ns + latency_cycles / clock)
 
     def dma(self, nbytes: float, chunks: int, reads: Any = (), writes: Any = ()) -> None:
         """A transfer's descriptors (one per contiguous run) spread over up to all queues at once; each
         queue moves its share of the bytes and pays `DMA_DESCRIPTOR_NS` per descriptor."""
         chunks = max(chunks, 1)
-        lanes = min(len(self.dma_free), chunks)
-        queues = sorted(range(len(self.dma_free)), key=self.dma_free.__getitem__)[:lanes]
+        free = self.dma_free
+        lanes = min(len(free), chunks)
         ns = (chunks * DMA_DESCRIPTOR_NS + nbytes / self.target.dma_bytes_per_ns_per_engine) / lanes
-        start = max(max(self.dma_free[q] for q in queues), self._deps(reads))
-        for q in queues:
-            self.dma_free[q] = start + ns
+        if lanes == len(free):  # every queue: no need to rank them
+            start = max(max(free), self._deps(reads))
+            free[:] = [start + ns] * lanes
+        else:
+            queues = sorted(range(len(free)), key=free.__getitem__)[:lanes]
+            start = max(max([free[q] for q in queues]), self._deps(reads))
+            for q in queues:
+                free[q] = start + ns
         self.busy["dma"] += ns * lanes / len(self.dma_free)  # wall-equivalent of all queues together
         self.counts["dma"] += 1
         self.dma_bytes += nbytes
@@ -162,11 +180,17 @@ def gpsimd_cycles(n: int) -> float:
 
 
 def report(models: list[CostModel], target: Target, peak_sbuf: int = 0, peak_psum: int = 0) -> CostReport:
-    busy = {e: max((m.busy[e] for m in models), default=0.0) for e in ENGINES}
-    counts: Counter[str] = Counter()
-    for m in models:
-        counts.update(m.counts)
-    latency = max((m.end for m in models), default=0.0)
+    if len(models) == 1:  # one core (every launch but LNC=2 ones): the model's own numbers
+        m = models[0]
+        busy = dict(m.busy)
+        counts: dict[str, int] = m.counts
+        latency = m.end
+    else:
+        busy = {e: max((m.busy[e] for m in models), default=0.0) for e in ENGINES}
+        counts = Counter()
+        for m in models:
+            counts.update(m.counts)
+        latency = max((m.end for m in models), default=0.0)
     bound = max(ENGINES, key=lambda e: busy[e])
     return CostReport(
         target=target.name, latency_ns=latency, engine_busy_ns=busy,

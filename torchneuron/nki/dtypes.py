@@ -40,6 +40,8 @@ _ALIASES: dict[Any, np.dtype] = {
 
 def as_dtype(dtype: Any) -> np.dtype:
     """Accept NKI dtypes, NumPy dtypes/types, names and torch dtypes; refuse what NeuronCores lack."""
+    if isinstance(dtype, np.dtype) and dtype in _SUPPORTED_SET:
+        return dtype  # already an NKI dtype (nl.float32, a tile's dtype): asked per allocation
     if dtype is None:
         raise fail(ERR_DTYPE, "a dtype is required here.", "pass e.g. nl.float32 or nl.bfloat16.")
     if isinstance(dtype, str) and dtype in _ALIASES:

@@ -45,8 +45,13 @@ def is_simulator_file(filename: str) -> bool:
 def kernel_frame() -> FrameType | None:
     """The innermost stack frame outside the simulator: the kernel code that issued the current call."""
     frame = sys._getframe(1)
+    known = _SIMULATOR_FILES
     while frame is not None:
-        if not is_simulator_file(frame.f_code.co_filename):
+        name = frame.f_code.co_filename
+        simulator = known.get(name)
+        if simulator is None:
+            simulator = is_simulator_file(name)
+        if not simulator:
             return frame
         frame = frame.f_back
     return None

@@ -6,6 +6,7 @@ generation is one entry, not a search through the simulator.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from .. import _env, targets
@@ -39,7 +40,7 @@ class Target:
     def dma_bytes_per_ns(self) -> float:
         return self.dma_engines * self.dma_bytes_per_ns_per_engine
 
-    @property
+    @functools.cached_property  # asked by every cost estimate
     def generation(self) -> int:
         return int(self.nc_version[-1])
 

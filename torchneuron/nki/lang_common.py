@@ -117,10 +117,11 @@ def _buffer(buffer: Any) -> _Buffer:
     raise fail(ERR_MEMORY, f"{buffer!r} is not a buffer.", "use nl.sbuf, nl.psum, nl.hbm or nl.shared_hbm.")
 
 
-def _on_chip(shape: Any, dtype: Any, buffer: Any, name: str) -> NkiTensor:
-    """Allocate on chip; a manual placement (legacy mod_alloc / alloc) decides a block tensor's tiles."""
+def _on_chip(shape: Any, dtype: Any, buffer: Any, name: str, resolved: _Buffer | None = None) -> NkiTensor:
+    """Allocate on chip; a manual placement (legacy mod_alloc / alloc) decides a block tensor's tiles.
+    `resolved`: `_buffer(buffer)`, when the caller has it already."""
     if not isinstance(buffer, _Placement):
-        return _allocate(shape, dtype, _buffer(buffer), name)
+        return _allocate(shape, dtype, resolved or _buffer(buffer), name)
     from .core.indexing import split_shape
     plain, paxis = split_shape(shape)
     block_bytes = int(np.prod(plain[paxis + 1:], dtype=np.int64)) * _dt.itemsize(_dt.as_dtype(dtype))
@@ -134,7 +135,7 @@ def ndarray(shape: Any, dtype: Any, buffer: Any = None, name: str = "", address:
     b = _buffer(buffer)
     if b.is_hbm:
         return _dma.hbm_array(shape, dtype, b, name, init)
-    return _on_chip(shape, dtype, buffer, name)
+    return _on_chip(shape, dtype, buffer, name, b)
 
 
 def _filled(shape: Any, value: Any, dtype: Any, buffer: Any, name: str) -> NkiTensor:

@@ -15,6 +15,7 @@ has tensors): neuron tensors are simulated on their device buffers (kernel outpu
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import itertools
 import math
@@ -106,7 +107,9 @@ def _kernel_location(func: Callable[..., Any], want_return: bool) -> SourceLocat
     return SourceLocation(code.co_filename, line, code.co_name)
 
 
-def _check_annotations(func: Callable[..., Any], bound: inspect.BoundArguments) -> None:
+def _check_annotations(func: Callable[..., Any], bound: Any) -> None:
+    if not getattr(func, "__annotations__", None):
+        return  # nothing annotated (most kernels): no need to evaluate anything
     from .typing import TensorType
 
     try:  # kernels written under `from __future__ import annotations` keep them as strings
@@ -176,15 +179,72 @@ def grid_programs(grid: tuple[GridDim, ...]) -> list[tuple[tuple[int, ...], int]
     return programs
 
 
+@functools.lru_cache(maxsize=512)
+def _signature(func: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(func)
+
+
+@functools.lru_cache(maxsize=512)
+def _plain_parameters(func: Callable[..., Any]) -> tuple[tuple[str, ...], frozenset[str]] | None:
+    """(names, required names) when every parameter is positional-or-keyword, as kernel signatures are:
+    then binding is a few dict operations (inspect's bind costs more than a small kernel's instructions)."""
+    params = _signature(func).parameters.values()
+    if any(p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for p in params):
+        return None
+    return tuple(p.name for p in params), frozenset(p.name for p in params if p.default is inspect.Parameter.empty)
+
+
+class _Bound:
+    """What `inspect.BoundArguments` gives for positional-or-keyword parameters: the passed arguments in
+    parameter order; the leading run of them positionally, the rest by name."""
+
+    __slots__ = ("arguments", "names")
+
+    def __init__(self, arguments: dict[str, Any], names: tuple[str, ...]) -> None:
+        self.arguments = arguments
+        self.names = names
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        out = []
+        for n in self.names:
+            if n not in self.arguments:
+                break
+            out.append(self.arguments[n])
+        return tuple(out)
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        positional = len(self.args)
+        return {n: self.arguments[n] for n in self.names[positional:] if n in self.arguments}
+
+
+def _bind(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    try:
+        plain = _plain_parameters(func)
+    except TypeError:  # an unhashable callable: inspect binds it every time
+        return inspect.signature(func).bind(*args, **kwargs)
+    if plain is not None:
+        names, required = plain
+        if len(args) <= len(names) and all(k in names[len(args):] for k in kwargs):
+            given = dict(zip(names, args))
+            given.update(kwargs)
+            if required.issubset(given):
+                return _Bound({n: given[n] for n in names if n in given}, names)
+    return _signature(func).bind(*args, **kwargs)  # anything else, and inspect's errors for bad calls
+
+
 def _bind_inputs(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
-                 buffer: Any) -> tuple[inspect.BoundArguments, list[_Input]]:
+                 buffer: Any) -> tuple[Any, list[_Input]]:
     """Host arrays/tensors become HBM tensors; everything else (scalars, shapes, flags) passes through."""
-    bound = inspect.signature(func).bind(*args, **kwargs)
+    bound = _bind(func, args, kwargs)
     inputs: list[_Input] = []
 
     def wrap(value: Any, name: str) -> Any:
         if isinstance(value, (list, tuple)):  # e.g. a list of weight arrays
             return type(value)(wrap(v, f"{name}_{i}") for i, v in enumerate(value))
+        if value is None or type(value) in _SCALARS:
+            return value
         wrapped = _wrap_input(value, buffer, name)
         if wrapped is None:
             return value
@@ -195,6 +255,10 @@ def _bind_inputs(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[s
         bound.arguments[pname] = wrap(value, pname)
     _check_annotations(func, bound)
     return bound, inputs
+
+
+# kernel arguments that are never arrays (flags, sizes, names): no host kind is asked about them
+_SCALARS = frozenset({bool, int, float, str})
 
 
 def _write_back(inputs: list[_Input]) -> None:

@@ -108,15 +108,22 @@ def recorder() -> LaunchRecorder | None:
     return getattr(_local, "recorder", None)
 
 
-@contextmanager
-def device_only(what: str) -> Iterator[None]:
-    """Kernels launched inside refuse CPU tensors (the torch path: ``nki_op`` bodies, ``wrap_nki`` calls)."""
-    previous = getattr(_local, "device_only", None)
-    _local.device_only = what
-    try:
-        yield
-    finally:
-        _local.device_only = previous
+class device_only:
+    """``with device_only(what):`` kernels launched inside refuse CPU tensors (the torch path: ``nki_op``
+    bodies, ``wrap_nki`` calls). A class, not a generator context: entered once per op call."""
+
+    __slots__ = ("what", "previous")
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.previous: str | None = None
+
+    def __enter__(self) -> None:
+        self.previous = getattr(_local, "device_only", None)
+        _local.device_only = self.what
+
+    def __exit__(self, *exc: object) -> None:
+        _local.device_only = self.previous
 
 
 def _torch_dtypes() -> dict[Any, np.dtype]:
@@ -173,6 +180,13 @@ def _numpy_view(t: Any) -> np.ndarray:
     return t.numpy()
 
 
+@functools.lru_cache(maxsize=1)
+def _host_bridge() -> Any:
+    from ..lowering import host_bridge  # loads torch: imported by the first device launch, once
+
+    return host_bridge
+
+
 def _address(arr: np.ndarray) -> int:
     return int(arr.__array_interface__["data"][0])
 
@@ -186,6 +200,7 @@ class TorchIO:
         self.device = device
         self.kernel = kernel
         self.profile_start_ns: int | None = None  # set when torch.profiler records this device launch
+        self._view: Any = None  # host_bridge's host view for this launch's device (every tensor is on it)
         # start address of a flat array -> (the tensor whose memory it is, its byte size)
         self._owners: dict[int, tuple[Any, int]] = {}
 
@@ -199,9 +214,9 @@ class TorchIO:
 
     def _host(self, t: Any) -> Any:
         if self.mode == DEVICE:
-            from ..lowering import host_bridge
-
-            return host_bridge.host_view(t)  # drains the stream: queued work on `t` has landed
+            if self._view is None:
+                self._view = _host_bridge().host_views(self.device)
+            return self._view(t)  # drains the stream: queued work on `t` has landed
         return t
 
     # ---- inputs ----
@@ -220,7 +235,7 @@ class TorchIO:
                 _numpy_view(host)[...] = new.reshape(host.shape)
             return HostView(arr, False, back)
         arr = _numpy_view(host)
-        self._owners[_address(arr)] = (t, arr.nbytes)
+        self._owners[host.data_ptr()] = (t, arr.nbytes)  # the view's address (cheaper than NumPy's)
         return HostView(arr, True)
 
     # ---- outputs ----
@@ -235,8 +250,9 @@ class TorchIO:
         for s in shape:
             size *= int(s)
         t = torch.empty(size, dtype=torch_dtype(dt), device=self.device)
-        flat = _numpy_view(self._host(t))
-        self._owners[_address(flat)] = (t, flat.nbytes)
+        host = self._host(t)
+        flat = _numpy_view(host)
+        self._owners[host.data_ptr()] = (t, flat.nbytes)
         return flat
 
     def from_numpy(self, arr: np.ndarray) -> Any:
@@ -286,17 +302,13 @@ def open_launch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tor
     if not found:
         return None
     kernel = func.__name__
-    import torch
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    def is_shape_only(t: Any) -> bool:
-        return (isinstance(t, FakeTensor) or t.device.type == "meta"
-                or torch._C._functorch.is_functorch_wrapped_tensor(t))
-
-    shape_only = [t for _, t in found if is_shape_only(t)]
-    if shape_only:
-        return TorchIO(SHAPE, shape_only[0].device, kernel)
-    devices = {t.device for _, t in found}
+    fake_tensor, is_wrapped = _shape_only_kinds()
+    devices = []
+    for _, t in found:
+        device = t.device
+        if isinstance(t, fake_tensor) or device.type == "meta" or is_wrapped(t):
+            return TorchIO(SHAPE, device, kernel)  # the first shape-only tensor's device
+        devices.append(device)
     neuron = sorted({d for d in devices if d.type == "neuron"}, key=str)
     strict = getattr(_local, "device_only", None)
     if len(neuron) > 1:
@@ -314,9 +326,23 @@ def open_launch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tor
                        f"'{neuron[0] if neuron else 'neuron'}').")
     if not neuron:
         return None  # CPU tensors only: the standalone simulator (host's built-in torch kind, zero-copy too)
+    return TorchIO(HARDWARE if _trn_host().on_trn_host() else DEVICE, neuron[0], kernel)
+
+
+@functools.lru_cache(maxsize=1)
+def _shape_only_kinds() -> tuple[type, Any]:
+    """(FakeTensor, functorch's wrapped-tensor test): imported by the first torch launch, once."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return FakeTensor, torch._C._functorch.is_functorch_wrapped_tensor
+
+
+@functools.lru_cache(maxsize=1)
+def _trn_host() -> Any:
     from . import trn_host
 
-    return TorchIO(HARDWARE if trn_host.on_trn_host() else DEVICE, neuron[0], kernel)
+    return trn_host
 
 
 def _launch_io() -> TorchIO:
@@ -342,13 +368,19 @@ def launching(io: TorchIO) -> Iterator[TorchIO]:
 def _profiler_start(io: TorchIO) -> None:
     """A device launch under ``torch.profiler`` (PrivateUse1) is one "kernel" device event: the earlier work
     queued on the stream is drained first, so the event times the kernel alone."""
-    from ..profiler import events
-
+    events = _profiler_events()
     if events.recording():
         from ..lowering import host_bridge
 
         host_bridge.drain(io.device)
         io.profile_start_ns = events.now_ns()
+
+
+@functools.lru_cache(maxsize=1)
+def _profiler_events() -> Any:
+    from ..profiler import events
+
+    return events
 
 
 def finished(io: TorchIO, func: Any, api: str, grid: tuple[Any, ...], args: tuple[Any, ...],

@@ -18,7 +18,6 @@ import ctypes
 import glob
 import os
 import time
-from collections.abc import Iterator
 
 import numpy as np
 
@@ -57,15 +56,24 @@ def _cores_idle() -> bool:
     return _idle[1]
 
 
-@contextlib.contextmanager
-def single_thread(macs: int = 0) -> Iterator[None]:
+class _SingleThread:
+    """The context of `single_thread` (a class, not a generator: it wraps every simulated matmul)."""
+
+    __slots__ = ("previous",)
+
+    def __init__(self) -> None:
+        self.previous: int | None = None
+
+    def __enter__(self) -> None:
+        self.previous = _SETTER(1)  # type: ignore[misc]
+
+    def __exit__(self, *exc: object) -> None:
+        _SETTER(self.previous)  # type: ignore[misc]
+
+
+def single_thread(macs: int = 0) -> contextlib.AbstractContextManager[None]:
     """Run the enclosed products on the calling thread (see the module docstring), unless they are
     large and the machine has idle cores for OpenBLAS to use."""
     if _SETTER is None or (macs >= _MANY_MACS and _cores_idle()):
-        yield
-        return
-    previous = _SETTER(1)
-    try:
-        yield
-    finally:
-        _SETTER(previous)
+        return contextlib.nullcontext()
+    return _SingleThread()

@@ -52,42 +52,67 @@ SHARED_HBM = Buffer("shared_hbm")
 _ids = itertools.count(1)
 
 
+# Copying a slice of a prefilled array is the cheapest way to a new filled one (np.ones and np.full run
+# Python code; a tile is allocated per instruction or two)
+_TRUE = np.ones(1 << 16, dtype=np.bool_)
+_TRUE.flags.writeable = False
+_SENTINEL_FILLED: dict[np.dtype, np.ndarray] = {}
+
+
+def _uninitialised(size: int, dtype: np.dtype) -> np.ndarray:
+    """`size` elements of `dtype` storage reading as the sentinel (NaN / 4), as np.full would make them."""
+    filled = _SENTINEL_FILLED.get(dtype)
+    if filled is None:
+        filled = _SENTINEL_FILLED[dtype] = np.full(1 << 16, dtypes.sentinel(dtype), dtype=dtypes.storage_dtype(dtype))
+        filled.flags.writeable = False
+    if size <= filled.size:
+        return filled[:size].copy()
+    return np.full(size, dtypes.sentinel(dtype), dtype=dtypes.storage_dtype(dtype))
+
+
 class Storage:
     """One allocation. `data` is flat; views compute element offsets into it."""
 
-    __slots__ = ("uid", "shape", "dtype", "buffer", "name", "partition_axis", "written", "psum_fresh", "pending",
+    __slots__ = ("uid", "shape", "dtype", "buffer", "_name", "partition_axis", "written", "psum_fresh", "pending",
                  "live", "result_mask", "_compute", "partitions", "partition_stride", "_data", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str = "",
                  partition_axis: int = 0, data: np.ndarray | None = None, track_writes: bool = False) -> None:
         self.uid = next(_ids)
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = shape = tuple(map(int, shape))
         self.dtype = dtype
         self.buffer = buffer
-        self.name = name or f"{buffer.name}_{self.uid}"
+        self._name = name  # the default name is made only when asked for (errors, reprs)
         self.partition_axis = partition_axis
-        size = math.prod(self.shape)
-        self.partitions = self.shape[partition_axis] if self.shape else 1
-        self.partition_stride = math.prod(self.shape[partition_axis + 1:])
+        self.partitions = shape[partition_axis] if shape else 1
+        self.partition_stride = math.prod(shape[partition_axis + 1:])
         self._data = data  # made on first use: a result that is never materialised costs no memory
         psum = buffer.name == "psum"
         # outputs remember what was written (never-written outputs are an error); PSUM remembers it too,
         # because a legacy `psum += matmul` into never-written PSUM starts an accumulation group
-        self.written: np.ndarray | None = np.zeros(size, dtype=np.bool_) if track_writes or psum else None
+        self.written: np.ndarray | None = None
         # PSUM: True where the next `accumulate=None` matmul must overwrite instead of add.
-        self.psum_fresh: np.ndarray | None = np.ones(size, dtype=np.bool_) if psum else None
+        self.psum_fresh: np.ndarray | None = None
+        if track_writes or psum:
+            size = math.prod(shape)
+            self.written = np.zeros(size, dtype=np.bool_)
+            if psum:
+                self.psum_fresh = _TRUE[:size].copy() if size <= _TRUE.size else np.ones(size, dtype=np.bool_)
         self.pending: Any = None      # a deferred PSUM accumulation group: anything with .flush()
         self.live: Any = None         # core.memory's record of where and how long it occupies the chip
         self.result_mask: Any = None  # the mask= a legacy instruction wrote this (fresh) result tile under
         self._compute: dict[Any, np.ndarray] | None = None  # fp32 copies of views, until the next write
 
     @property
+    def name(self) -> str:
+        return self._name or f"{self.buffer.name}_{self.uid}"
+
+    @property
     def data(self) -> np.ndarray:
         """The flat values; uninitialised memory reads as the sentinel (NaN / 4)."""
         data = self._data
         if data is None:
-            data = self._data = np.full(math.prod(self.shape), dtypes.sentinel(self.dtype),
-                                        dtype=dtypes.storage_dtype(self.dtype))
+            data = self._data = _uninitialised(math.prod(self.shape), self.dtype)
         return data
 
     @property

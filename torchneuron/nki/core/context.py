@@ -9,14 +9,13 @@ documented `err_nki_api_outside_of_nki_kernel` when there is none.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ERR_OUTSIDE_KERNEL, fail
 from ..hardware import Target
-from .memory import OnChipMemory
+from .memory import OnChipMemory, Whole
 from .tensor import NkiTensor
 
 if TYPE_CHECKING:
@@ -55,8 +54,15 @@ class KernelRun:
         for t in tensors:
             if isinstance(t, NkiTensor):
                 st = t.storage
-                if st.live is not None:
-                    st.live.touch(tick, t)
+                live = st.live
+                if live is not None:
+                    if type(live) is Whole:  # Whole.touch, inline: every operand of every instruction
+                        iv = live.interval
+                        if iv.first < 0:
+                            iv.first = tick
+                        iv.last = tick
+                    else:
+                        live.touch(tick, t)
                 out.append(st)
         return out
 
@@ -94,11 +100,20 @@ def active() -> KernelRun | None:
     return getattr(_state, "run", None)
 
 
-@contextmanager
-def running(run: KernelRun) -> Iterator[KernelRun]:
-    previous = getattr(_state, "run", None)
-    _state.run = run
-    try:
-        yield run
-    finally:
-        _state.run = previous
+class running:
+    """`with running(run):` makes `run` the current launch on this thread (a class, not a generator
+    context: entered once per kernel instance)."""
+
+    __slots__ = ("run", "previous")
+
+    def __init__(self, run: KernelRun) -> None:
+        self.run = run
+        self.previous: KernelRun | None = None
+
+    def __enter__(self) -> KernelRun:
+        self.previous = getattr(_state, "run", None)
+        _state.run = self.run
+        return self.run
+
+    def __exit__(self, *exc: object) -> None:
+        _state.run = self.previous

@@ -146,6 +146,12 @@ class par_dim:
 
 def split_shape(shape: Any) -> tuple[tuple[int, ...], int]:
     """A shape that may contain `par_dim`, as (plain shape, partition axis)."""
+    if type(shape) is tuple:
+        for s in shape:
+            if type(s) is not int:
+                break
+        else:  # plain Python ints, the common case
+            return shape, 0
     if isinstance(shape, (int, np.integer, par_dim)):
         shape = (shape,)
     plain, axis = [], 0

@@ -12,6 +12,7 @@ partition; above the target's capacity it raises the documented error at the all
 from __future__ import annotations
 
 import math
+import operator
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from ..errors import (
     ERR_PSUM_CAPACITY,
     ERR_SBUF_CAPACITY,
     NkiError,
+    _SIMULATOR_FILES,
     SourceLocation,
     is_simulator_file,
 )
@@ -32,20 +34,26 @@ if TYPE_CHECKING:
     from .buffers import Storage
 
 PSUM_MIN_ALIGN = 4  # bytes (KLR's psum_min_align)
+_TICK_AND_KIND = operator.itemgetter(0, 1)  # live-range events sort by instruction, ends before starts
 
 
 class Interval:
     """One live range: `nbytes` per partition from instruction `first` to `last` (inclusive)."""
 
-    __slots__ = ("first", "last", "nbytes", "kind", "name", "where")
+    __slots__ = ("first", "last", "nbytes", "kind", "_name", "where")
 
-    def __init__(self, nbytes: int, kind: str, name: str, where: Any) -> None:
+    def __init__(self, nbytes: int, kind: str, name: str | tuple[str, int], where: Any) -> None:
         self.first = -1
         self.last = -1
         self.nbytes = nbytes
         self.kind = kind
-        self.name = name
+        self._name = name  # or (buffer name, storage uid): the storage's default name, made if reported
         self.where = where
+
+    @property
+    def name(self) -> str:
+        name = self._name
+        return name if isinstance(name, str) else f"{name[0]}_{name[1]}"
 
 
 class Whole:
@@ -118,7 +126,8 @@ class OnChipMemory:
     def place(self, storage: Storage, physical_tiles: int | None = None) -> None:
         """Register an on-chip allocation. `physical_tiles` is set for manually placed block tensors."""
         kind = storage.buffer.name
-        blocks = storage.block_count
+        paxis = storage.partition_axis
+        blocks = math.prod(storage.shape[:paxis]) if paxis else 1  # storage.block_count
         per_block = storage.bytes_per_partition // max(blocks, 1)
         if kind == "psum":
             per_block = -(-per_block // PSUM_MIN_ALIGN) * PSUM_MIN_ALIGN
@@ -128,7 +137,7 @@ class OnChipMemory:
             storage.live = Blocks(block_elems, per_block, kind, storage.name, where, self.intervals.append)
             return
         tiles = blocks if physical_tiles is None else min(physical_tiles, blocks)
-        iv = Interval(per_block * max(tiles, 1), kind, storage.name, where)
+        iv = Interval(per_block * max(tiles, 1), kind, storage._name or (kind, storage.uid), where)
         self.intervals.append(iv)
         storage.live = Whole(iv)
 
@@ -145,7 +154,7 @@ class OnChipMemory:
                 if iv.kind == kind and iv.first >= 0:
                     events.append((iv.first, 1, iv))
                     events.append((iv.last + 1, 0, iv))  # ends sort before starts at the same instruction
-            events.sort(key=lambda e: (e[0], e[1]))
+            events.sort(key=_TICK_AND_KIND)
             used = peak = 0
             live: set[Interval] = set()
             limit = self.capacity(kind)
@@ -156,7 +165,8 @@ class OnChipMemory:
                     continue
                 used += iv.nbytes
                 live.add(iv)
-                peak = max(peak, used)
+                if used > peak:
+                    peak = used
                 if used > limit:
                     raise self._overflow(kind, iv, used - iv.nbytes, limit, live)
             self.peak[kind] = peak
@@ -168,15 +178,27 @@ class OnChipMemory:
         return NkiError(code, f"allocating {iv.name!r} needs {iv.nbytes} bytes per partition in {kind.upper()}, but "
                         f"{before} of {limit} bytes per partition are live on {self.target.name} (largest live: "
                         f"{listed}).", "use smaller tiles, finish with a tile before the next one is first written, "
-                        "or reuse a buffer instead of keeping tiles in a list.", iv.where)
+                        "or reuse a buffer instead of keeping tiles in a list.", site_location(iv.where))
 
 
-def allocation_site() -> SourceLocation | None:
-    """The kernel line allocating a tile (cheap: the code object and line, resolved only if reported)."""
+def allocation_site() -> tuple[Any, int] | None:
+    """The kernel line allocating a tile, as (code object, line): made per allocation, so the
+    `SourceLocation` is built only if it is reported (`site_location`)."""
     frame = sys._getframe(2)
+    known = _SIMULATOR_FILES
     while frame is not None:
         code = frame.f_code
-        if not is_simulator_file(code.co_filename):
-            return SourceLocation(code.co_filename, frame.f_lineno, code.co_name)
+        simulator = known.get(code.co_filename)
+        if simulator is None:
+            simulator = is_simulator_file(code.co_filename)
+        if not simulator:
+            return code, frame.f_lineno
         frame = frame.f_back  # type: ignore[assignment]
     return None
+
+
+def site_location(site: tuple[Any, int] | None) -> SourceLocation | None:
+    if site is None:
+        return None
+    code, line = site
+    return SourceLocation(code.co_filename, line, code.co_name)

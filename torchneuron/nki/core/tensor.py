@@ -29,21 +29,42 @@ from .buffers import Buffer, Storage
 from .indexing import IndexArray, Mask
 
 
+_ROW_MAJOR: dict[tuple[int, ...], tuple[int, ...]] = {}  # a kernel allocates the same few shapes over and over
+
+
 def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out = _ROW_MAJOR.get(shape)
+    if out is not None:
+        return out
     strides, acc = [], 1
     for s in reversed(shape):
         strides.append(acc)
         acc *= s
-    return tuple(reversed(strides))
+    out = tuple(reversed(strides))
+    if len(_ROW_MAJOR) < 4096:
+        _ROW_MAJOR[tuple(int(s) for s in shape)] = out
+    return out
+
+
+_BYTE_STRIDES: dict[tuple[tuple[int, ...], int], tuple[int, ...]] = {}
 
 
 def strided(data: np.ndarray, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
     """The view of flat `data` with an element offset and element strides (no copy). Built with the
     ndarray constructor over data's buffer: a quarter of as_strided's cost, and ml_dtypes types survive."""
-    item = data.itemsize
     if 0 in shape:
         return np.empty(shape, data.dtype)  # nothing to address
-    return np.ndarray(shape, data.dtype, buffer=data, offset=offset * item, strides=tuple(s * item for s in strides))
+    if (_ROW_MAJOR.get(shape) or row_major_strides(shape)) == strides:
+        # a contiguous run (`data` is flat): slicing and reshaping costs a third of the constructor
+        return data[offset:offset + math.prod(shape)].reshape(shape)
+    item = data.itemsize
+    key = (strides, item)
+    byte_strides = _BYTE_STRIDES.get(key)
+    if byte_strides is None:
+        byte_strides = tuple(s * item for s in strides)
+        if len(_BYTE_STRIDES) < 4096:
+            _BYTE_STRIDES[key] = byte_strides
+    return np.ndarray(shape, data.dtype, buffer=data, offset=offset * item, strides=byte_strides)
 
 
 class Bound(NamedTuple):
@@ -65,23 +86,33 @@ def oob(name: str, dim: int, lo: int, hi: int, size: int) -> Exception:
 class NkiTensor:
     """A tensor in HBM, SBUF or PSUM as a kernel sees it."""
 
+    # dtype, buffer, ndim and free_size are fixed by the storage and shape: plain attributes, since every
+    # operand check and cost estimate asks for them
     __slots__ = ("storage", "shape", "strides", "offset", "pdim", "index", "bounds", "size", "partitions", "checked",
-                 "_views")
+                 "_views", "_data_src", "_data_view", "dtype", "buffer", "ndim", "free_size")
     __array_priority__ = 100  # `np_scalar * tile` uses our operators
 
     def __init__(self, storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...] | None, offset: int,
                  pdim: int | None = 0, index: np.ndarray | None = None, bounds: tuple[Bound, ...] = ()) -> None:
         self.storage = storage
-        self.shape = shape if type(shape) is tuple else tuple(int(s) for s in shape)
+        self.shape = shape = shape if type(shape) is tuple else tuple(int(s) for s in shape)
         self.strides = strides
         self.offset = int(offset)
         self.pdim = pdim
         self.index = index          # gather views: flat offsets, shape == self.shape
         self.bounds = bounds        # gather bounds, checked when an instruction uses the view
-        self.size = math.prod(self.shape)
-        self.partitions = self.shape[pdim] if pdim is not None and self.shape else 1
+        self.size = size = math.prod(shape)
+        self.partitions = partitions = shape[pdim] if pdim is not None and shape else 1
         self.checked = 0            # the partition limit an operand check passed for (ops.common)
-        self._views: dict[int, np.ndarray] | None = None  # strided views of the storage arrays, by id
+        # strided views of the storage arrays: the first one asked for (nearly always the values) in a
+        # slot, any other (written, psum_fresh) by id
+        self._data_src: np.ndarray | None = None
+        self._data_view: np.ndarray | None = None
+        self._views: dict[int, np.ndarray] | None = None
+        self.dtype: np.dtype = storage.dtype
+        self.buffer: Buffer = storage.buffer
+        self.ndim = len(shape)
+        self.free_size = size // (partitions or 1)
 
     @classmethod
     def whole(cls, storage: Storage) -> NkiTensor:
@@ -96,28 +127,12 @@ class NkiTensor:
 
     # ---- properties ----
     @property
-    def dtype(self) -> np.dtype:
-        return self.storage.dtype
-
-    @property
-    def buffer(self) -> Buffer:
-        return self.storage.buffer
-
-    @property
     def name(self) -> str:
         return self.storage.name
 
     @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
     def itemsize(self) -> int:
         return dtypes.itemsize(self.dtype)
-
-    @property
-    def free_size(self) -> int:
-        return self.size // (self.partitions or 1)
 
     @property
     def is_gather(self) -> bool:
@@ -151,6 +166,12 @@ class NkiTensor:
 
     def view_of(self, data: np.ndarray) -> np.ndarray:
         """This view over one of the storage's flat arrays (data, written, psum_fresh); made once."""
+        if self._data_src is data:
+            return self._data_view  # type: ignore[return-value]
+        if self._data_src is None:
+            v = self._data_view = strided(data, self.offset, self.shape, self.strides or ())
+            self._data_src = data
+            return v
         views = self._views
         if views is None:
             views = self._views = {}
@@ -178,9 +199,10 @@ class NkiTensor:
         st = self.storage
         if st.pending is not None:
             st.flush()
+        data = st._data if st._data is not None else st.data
         if self.index is None:
-            return self.view_of(st.data)
-        return st.data[self.safe_index(mask)]
+            return self.view_of(data)
+        return data[self.safe_index(mask)]
 
     def read_compute(self, mask: np.ndarray | None = None) -> np.ndarray:
         """The values as the engines compute with them: fp32. Never mutate the result (it may be the
@@ -188,7 +210,7 @@ class NkiTensor:
         st = self.storage
         if st.pending is not None:
             st.flush()
-        data = st.data
+        data = st._data if st._data is not None else st.data
         if data.dtype == np.float32:
             return self.view_of(data) if self.index is None else data[self.safe_index(mask)]
         if self.index is not None:
@@ -210,7 +232,7 @@ class NkiTensor:
         st._compute = None
         if self.index is None:
             if mask is None:
-                self.view_of(st.data)[...] = values
+                self.view_of(st._data if st._data is not None else st.data)[...] = values
                 if st.written is not None:
                     self.view_of(st.written)[...] = True
                 if st.psum_fresh is not None:
@@ -269,6 +291,16 @@ class NkiTensor:
 
     # ---- indexing ----
     def __getitem__(self, key: Any) -> NkiTensor:
+        if self.index is None:
+            plain = key if type(key) is tuple else (key,)
+            for k in plain:
+                kind = type(k)
+                if kind is not slice and kind is not int:
+                    break
+            else:  # slices and integers only, the common case: nothing to normalise
+                if len(plain) > self.ndim:
+                    self._normalise_key(plain)  # raises the too-many-indices error
+                return self._basic(plain)
         key = self._normalise_key(key)
         if self.index is not None:
             return self._index_gather(key)
@@ -348,15 +380,16 @@ class NkiTensor:
                 pdim = len(shape)
             shape.append(self.shape[rest])
             strides.append(self.strides[rest])  # type: ignore[index]
-        keep = set()
-        if self.ndim >= 2:
-            while droppable and len(shape) - len(droppable) < 2:
-                keep.add(droppable.pop())
-        for p in sorted((p for p in droppable if p not in keep), reverse=True):
-            del shape[p]
-            del strides[p]
-            if pdim is not None and pdim > p:
-                pdim -= 1
+        if droppable:
+            keep = set()
+            if self.ndim >= 2:
+                while droppable and len(shape) - len(droppable) < 2:
+                    keep.add(droppable.pop())
+            for p in sorted((p for p in droppable if p not in keep), reverse=True):
+                del shape[p]
+                del strides[p]
+                if pdim is not None and pdim > p:
+                    pdim -= 1
         if not on_chip:
             pdim = 0
         return self.derive(tuple(shape), tuple(strides), offset, pdim)

@@ -49,13 +49,31 @@ def reshape(t: NkiTensor, *shape: Any) -> NkiTensor:
                    f"to {new} ({math.prod(new)} elements).", "keep the element count unchanged.")
     if t.index is not None:
         return _gather(t, t.index.reshape(new))
-    # Ask NumPy whether the strides allow a view, on a dummy array that is never read.
-    dummy = as_strided(np.zeros(1, dtype=np.uint8), t.shape, tuple(t.strides or ()))
-    try:
-        viewed = np.reshape(dummy, new, copy=False)
-    except ValueError:
+    strides = _reshaped_strides(t.shape, tuple(t.strides or ()), new)
+    if strides is None:
         return _gather(t, t.offsets().reshape(new))
-    return _new(t, new, tuple(int(s) for s in viewed.strides), pdim=0)
+    return _new(t, new, strides, pdim=0)
+
+
+_RESHAPED: dict[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]], tuple[int, ...] | None] = {}
+
+
+def _reshaped_strides(shape: tuple[int, ...], strides: tuple[int, ...],
+                      new: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The element strides of `new` over a (shape, strides) view, or None when no strides express it.
+    Depends on those three only, and kernels reshape the same tiles every launch: remembered."""
+    key = (shape, strides, new)
+    if key in _RESHAPED:
+        return _RESHAPED[key]
+    # Ask NumPy whether the strides allow a view, on a dummy array that is never read.
+    dummy = as_strided(np.zeros(1, dtype=np.uint8), shape, strides)
+    try:
+        out: tuple[int, ...] | None = tuple(int(s) for s in np.reshape(dummy, new, copy=False).strides)
+    except ValueError:
+        out = None
+    if len(_RESHAPED) < 4096:
+        _RESHAPED[key] = out
+    return out
 
 
 def permute(t: NkiTensor, *dims: Any) -> NkiTensor:

@@ -99,7 +99,7 @@ def check_partitions(t: Operand, api: str, arg: str, limit: int | None = None) -
         raise fail(ERR_LEADING_PARTITION, f"operand '{arg}' of '{api}' does not occupy contiguous partitions "
                    f"(partition step {pstride // max(st.partition_stride, 1)}).",
                    "make the first index of the tile step through consecutive partitions.")
-    start = int(st.partition_of(t.offset))
+    start = int((t.offset // st.partition_stride) % max(st.partitions, 1))  # st.partition_of(t.offset)
     allowed = (0,) if p > 64 else (0, 64) if p > 32 else (0, 32, 64, 96)
     if start not in allowed:
         raise fail(ERR_START_PARTITION, f"operand '{arg}' of '{api}' spans {p} partitions starting at partition "
@@ -176,6 +176,8 @@ def broadcast_shape(api: str, *operands: Operand) -> tuple[int, ...]:
     shapes = [t.shape for t in operands if isinstance(t, NkiTensor)]
     if not shapes:
         return ()
+    if shapes.count(shapes[0]) == len(shapes):  # the usual case: nothing to broadcast
+        return tuple(shapes[0])
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
@@ -199,7 +201,7 @@ def allocate(shape: Any, dtype: Any, buffer: Buffer = SBUF, name: str = "",
             raise fail(ERR_PARTITIONS, f"number of partitions {plain[paxis]} exceed architecture limitation of "
                        f"{run.target.pmax} (allocating {name or 'a tile'} of shape {plain}).",
                        f"split the leading dimension into tiles of {run.target.pmax} partitions.")
-    if buffer == SHARED_HBM:
+    if buffer.name == "shared_hbm":  # buffer == SHARED_HBM, without Buffer.__eq__'s call per allocation
         return _shared(run, plain, dt, name)
     if buffer.is_hbm and run.api == "legacy" and _at_kernel_level(run):
         # legacy kernels return nl.hbm outputs: one tensor for the whole grid, as shared_hbm is

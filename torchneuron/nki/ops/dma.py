@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import alu, context
-from ..core.buffers import HBM, PSUM, SBUF, SHARED_HBM, Storage
+from ..core.buffers import HBM, SBUF, SHARED_HBM, Storage
 from ..core.tensor import NkiTensor
 from ..errors import (
     ERR_HBM_INIT,
@@ -82,8 +82,8 @@ def _transfer(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None, api: str,
     if src.size != dst.size:
         raise fail(ERR_SHAPE, f"'{api}' copies {src.size} elements of `{src.name}` {src.shape} into {dst.size} "
                    f"elements of `{dst.name}` {dst.shape}.", "make the element counts equal.")
-    smask = mask_for(mask, src.shape)
-    dmask = mask_for(mask, dst.shape)
+    smask = mask_for(mask, src.shape) if mask is not None else None
+    dmask = mask_for(mask, dst.shape) if mask is not None else None
     if oob_skip:
         ok = np.ones(src.shape, dtype=np.bool_)
         for view, m in ((src, smask), (dst, dmask)):
@@ -93,8 +93,10 @@ def _transfer(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None, api: str,
         smask = ok if smask is None else (ok & smask)
         dmask = smask if src.shape == dst.shape else dmask
     else:
-        _check_indirect(src, smask)
-        _check_indirect(dst, dmask)
+        if src.bounds:  # only gather views have bounds to check
+            _check_indirect(src, smask)
+        if dst.bounds:
+            _check_indirect(dst, dmask)
     values = src.read(smask)
     if src.shape != dst.shape:
         values = values.reshape(dst.shape)
@@ -110,7 +112,7 @@ def _transfer(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None, api: str,
 def dma_copy(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None = None, oob_mode: Any = None,
              dst_rmw_op: Any = None, api: str = "dma_copy") -> None:
     run = context.current()
-    if src.buffer == PSUM and run.api == "current":
+    if src.buffer.name == "psum" and run.api == "current":  # src.buffer == PSUM
         raise fail(ERR_MEMORY, f"'{api}' cannot read PSUM (`{src.name}`).", "copy the PSUM tile to SBUF with "
                    "nisa.tensor_copy first.")
     for t, arg in ((src, "src"), (dst, "dst")):

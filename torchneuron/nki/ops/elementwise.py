@@ -46,9 +46,10 @@ def strided_penalty(*operands: Any) -> float:
     """Free-dim steps wider than 16 bytes halve SBUF bandwidth (reference §3): such instructions take 2x."""
     for t in operands:
         if isinstance(t, NkiTensor) and t.strides and t.index is None and t.buffer.on_chip:
-            for d in range(len(t.shape) - 1, -1, -1):  # the innermost free dim that moves
-                if d != t.pdim and t.shape[d] > 1:
-                    if abs(t.strides[d]) * t.itemsize > 16:
+            shape, strides, pdim = t.shape, t.strides, t.pdim
+            for d in range(len(shape) - 1, -1, -1):  # the innermost free dim that moves
+                if d != pdim and shape[d] > 1:
+                    if abs(strides[d]) * dtypes.itemsize(t.dtype) > 16:
                         return 2.0
                     break
     return 1.0
@@ -56,21 +57,46 @@ def strided_penalty(*operands: Any) -> float:
 
 def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine: str = "vector") -> None:
     run = context.current()
-    n = max(_per_partition(t) for t in [dst, *inputs])
+    tensors = [t for t in inputs if isinstance(t, NkiTensor)]
+    n = dst.free_size
+    for t in tensors:
+        if t.free_size > n:
+            n = t.free_size
+    if len(tensors) < len(inputs) and n < 1:  # a scalar operand counts one element
+        n = 1
     if engine == "gpsimd":
         cycles = cost.gpsimd_cycles(n)
     elif engine == "scalar":
         cycles = cost.scalar_cycles(n)
     else:
-        tensors = [t for t in inputs if isinstance(t, NkiTensor)]
-        fast = all(t.dtype in _FAST16 for t in [*tensors, dst])
-        two = len(tensors) >= 2 and not any(t.buffer == PSUM for t in tensors) and not fast
+        fast = dst.dtype in _FAST16 and all(t.dtype in _FAST16 for t in tensors)
+        two = len(tensors) >= 2 and not any(t.buffer.name == "psum" for t in tensors) and not fast
         cycles = cost.vector_cycles(run.target, n, 2 if two else 1, fast, kind)
     cycles *= strided_penalty(dst, *inputs)
     run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES)
 
 
+_ENGINE_NAMES: dict[tuple[type, Any, str], str] = {}
+
+
 def _engine_name(engine: Any, default: str) -> str:
+    # the engine enums and names are few: each resolved once (enum .name is a Python descriptor). Keyed by
+    # type too: IntEnum members equal their ints (engine.tensor == 1 == dma_engine.gpsimd_dma).
+    key = (type(engine), engine, default)
+    try:
+        return _ENGINE_NAMES[key]
+    except (KeyError, TypeError):
+        pass
+    name = _resolve_engine(engine, default)
+    try:
+        if len(_ENGINE_NAMES) < 256:  # a handful of enums and names in practice; never unbounded
+            _ENGINE_NAMES[key] = name
+    except TypeError:  # an unhashable stand-in
+        pass
+    return name
+
+
+def _resolve_engine(engine: Any, default: str) -> str:
     name = getattr(engine, "name", engine)
     if name in (None, "unknown", 0):
         return default
@@ -94,7 +120,8 @@ def tensor_tensor(dst: NkiTensor, data1: Any, data2: Any, op: Any, engine: Any =
                   api: str = "tensor_tensor") -> None:
     name = alu.op_name(op)
     _check_compute(api, dst, data1=data1, data2=data2)
-    if isinstance(data1, NkiTensor) and isinstance(data2, NkiTensor) and data1.buffer == PSUM == data2.buffer:
+    if isinstance(data1, NkiTensor) and isinstance(data2, NkiTensor) and data1.buffer.name == "psum" \
+            and data2.buffer.name == "psum":
         raise fail(ERR_MEMORY, f"both inputs of '{api}' are in PSUM; the Vector engine reads at most one PSUM "
                    "operand per instruction.", "copy one operand to SBUF first (nl.copy / nisa.tensor_copy).")
     broadcast_shape(api, data1, data2)
@@ -230,9 +257,12 @@ def tensor_copy(dst: NkiTensor, src: Any, engine: Any = None, mask: np.ndarray |
     if eng == "gpsimd" and (dst.buffer == PSUM or (isinstance(src, NkiTensor) and src.buffer == PSUM)):
         raise fail(ERR_MEMORY, f"'{api}' on the GpSimd engine cannot access PSUM.", "use engine=nisa.vector_engine.")
     if isinstance(src, NkiTensor) and src.dtype == dst.dtype and eng != "scalar":
-        if src.buffer == PSUM:
+        if src.buffer.name == "psum":  # src.buffer == PSUM, without Buffer.__eq__'s call
             src.psum_mark(True)
-        dst.write(np.broadcast_to(src.read(mask_for(mask, src.shape)), dst.shape), mask_for(mask, dst.shape))
+        values = src.read(mask_for(mask, src.shape))
+        if values.shape != dst.shape:
+            values = np.broadcast_to(values, dst.shape)
+        dst.write(values, mask_for(mask, dst.shape))
     else:
         write(dst, read(src, mask), mask, api)
     _vector_cost(api, dst, [src], "copy", eng)

@@ -10,6 +10,7 @@ from .. import cost, dtypes
 from ..core import context
 from ..core.buffers import PSUM, SBUF
 from ..core.tensor import NkiTensor
+from ..enums import matmul_perf_mode
 from ..errors import (
     ERR_DIM_LIMIT,
     ERR_DTYPE,
@@ -33,6 +34,7 @@ from .common import (
 from .elementwise import tensor_copy
 
 _FP32_FAMILY = (dtypes.float32, dtypes.tfloat32)
+_PERF_NONE = matmul_perf_mode.none  # the default perf_mode: no double_row (checked per matmul)
 
 
 def _as_2d(t: NkiTensor, values: np.ndarray) -> np.ndarray:
@@ -105,9 +107,25 @@ def check_transpose(api: str, data: NkiTensor, engine: str) -> None:
                    "transpose in blocks of " + ("32x32 on the Vector engine." if engine == "vector" else "128x128."))
 
 
+_ENGINE_NAMES: dict[tuple[type, Any], str] = {}
+
+
 def engine_name(engine: Any) -> str:
+    # each engine enum / name resolved once (enum .name is a Python descriptor); keyed by type too, as
+    # IntEnum members equal their ints
+    key = (type(engine), engine)
+    try:
+        return _ENGINE_NAMES[key]
+    except (KeyError, TypeError):
+        pass
     eng = str(getattr(engine, "name", engine) or "tensor").removesuffix("_engine")
-    return "tensor" if eng in ("unknown", "0", "None") else eng
+    eng = "tensor" if eng in ("unknown", "0", "None") else eng
+    try:
+        if len(_ENGINE_NAMES) < 256:  # a handful of enums and names in practice; never unbounded
+            _ENGINE_NAMES[key] = eng
+    except TypeError:  # an unhashable stand-in
+        pass
+    return eng
 
 
 _FP8 = (dtypes.float8_e4m3, dtypes.float8_e4m3fn, dtypes.float8_e5m2)
@@ -161,7 +179,9 @@ def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, accumula
               perf_mode: Any = None, tile_position: Any = (), tile_size: Any = ()) -> None:
     """dst[M, N] (PSUM) = stationary[K, M].T @ moving[K, N]; first write of a PSUM group overwrites."""
     run = context.current()
-    if str(getattr(perf_mode, "name", perf_mode)) == "double_row":
+    double_row = perf_mode is not None and perf_mode is not _PERF_NONE \
+        and str(getattr(perf_mode, "name", perf_mode)) == "double_row"
+    if double_row:
         a, b = _double_row(api, dst, stationary, moving)
         check_matmul(api, dst, stationary[:, 0, :], moving[:, 0, :], is_transpose)
         k, m, n = a.shape[0], a.shape[1], b.shape[1]
