@@ -88,7 +88,7 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
   size_t remaining = block->size - size;
   bool split = pool.is_small ? remaining >= kMinBlockSize : remaining > kSmallSize;
   if (split) {
-    auto* rest = new Block(device_, stream, remaining, &pool, static_cast<char*>(block->ptr) + size);
+    Block* rest = newBlock(stream, remaining, &pool, static_cast<char*>(block->ptr) + size);
     rest->prev = block;
     rest->next = block->next;
     if (rest->next) rest->next->prev = rest;
@@ -141,7 +141,24 @@ Block* DeviceCache::allocateSegment(BlockPool& pool, int stream, size_t size) {
   stats_.num_device_alloc += 1;
   update(stats_.segment, pool, 1);
   update(stats_.reserved_bytes, pool, static_cast<int64_t>(size));
-  return new Block(device_, stream, size, &pool, ptr);
+  return newBlock(stream, size, &pool, ptr);
+}
+
+Block* DeviceCache::newBlock(int stream, size_t size, BlockPool* pool, void* ptr) {
+  if (spare_.empty()) return new Block(device_, stream, size, pool, ptr);
+  Block* block = spare_.back();
+  spare_.pop_back();
+  *block = Block(device_, stream, size, pool, ptr);
+  return block;
+}
+
+void DeviceCache::dropBlock(Block* block) {
+  constexpr size_t kMaxSpare = 64;
+  if (spare_.size() < kMaxSpare) {
+    spare_.push_back(block);
+  } else {
+    delete block;
+  }
 }
 
 void DeviceCache::free(Block* block) {
@@ -197,7 +214,7 @@ void DeviceCache::mergeInto(Block* dst, Block* src) {
     if (dst->next) dst->next->prev = dst;
   }
   dst->size += src->size;
-  delete src;
+  dropBlock(src);
 }
 
 void DeviceCache::recordStream(Block* block, int stream) {
@@ -244,7 +261,7 @@ void DeviceCache::releaseFreeSegments(BlockPool& pool) {
     stats_.num_device_free += 1;
     update(stats_.segment, pool, -1);
     update(stats_.reserved_bytes, pool, -static_cast<int64_t>(block->size));
-    delete block;
+    dropBlock(block);
   }
 }
 
