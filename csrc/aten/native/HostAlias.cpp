@@ -27,10 +27,19 @@ c10::intrusive_ptr<c10::StorageImpl> aliasStorage(const c10::Storage& storage) {
       hostOutputAllocator(), /*resizable=*/true);
 }
 
+// Element by element: tensors have few dims, and ArrayRef::equals calls memcmp.
+bool sameInts(c10::IntArrayRef a, c10::IntArrayRef b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 void setGeometry(c10::TensorImpl* alias, const at::Tensor& t) {
   // A small op reuses its cached alias with the geometry it already has; set_sizes_and_strides would recompute
   // numel and every contiguity flag for nothing (it was half the cost of an alias).
-  if (!alias->sizes().equals(t.sizes()) || !alias->strides().equals(t.strides()) ||
+  if (!sameInts(alias->sizes(), t.sizes()) || !sameInts(alias->strides(), t.strides()) ||
       alias->storage_offset() != t.storage_offset()) {
     alias->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
   }
