@@ -12,6 +12,7 @@
 #include <ATen/core/IListRef.h>
 
 #include <array>
+#include <memory>
 #include <optional>
 #include <tuple>
 #include <type_traits>
@@ -97,30 +98,67 @@ struct Host<const std::optional<at::Tensor>&> {
 
 // An index list (Tensor?[], as the boxed fallback handles it): indices may stay on the host, as on CUDA; neuron
 // ones become host aliases, and undefined tensors (Python indexing passes them, not None, for sliced dims)
-// become None. The list is read through an IValue so that its elements are referred to, never copied.
+// become None. The list is read through an IValue so that its elements are referred to, never copied, and the
+// host list is the thread's scratch list, emptied after the call (a new c10::List per x[idx] was a third of
+// the op's overhead); a nested call while it is in use gets a list of its own.
 template <>
 struct Host<const c10::List<std::optional<at::Tensor>>&> {
   using List = c10::List<std::optional<at::Tensor>>;
-  List host;
+  struct Scratch {
+    List list;
+    bool busy = false;
+  };
+  static Scratch& scratch() {
+    thread_local Scratch s;
+    return s;
+  }
+
   const List* original;
-  bool converted = false;
+  List* host = nullptr;  // the list the kernel gets instead of the original, when converted
+  std::unique_ptr<List> owned;
+  bool uses_scratch = false;
+
   Host(HostCall& call, const List& list, bool written) : original(&list) {
     const c10::IValue boxed(list);
+    bool convert = false;
     for (const c10::IValue& e : boxed.toListRef()) {
-      if (e.isTensor() && (!e.toTensor().defined() || isNeuron(e.toTensor()))) converted = true;
+      if (e.isTensor() && (!e.toTensor().defined() || isNeuron(e.toTensor()))) convert = true;
     }
-    if (!converted) return;
-    host.reserve(list.size());
+    if (!convert) return;
+    Scratch& s = scratch();
+    if (!s.busy) {
+      if (s.list.use_count() != 1) s.list = List();  // someone kept the last one: never reuse it
+      s.busy = uses_scratch = true;
+      host = &s.list;
+    } else {
+      owned = std::make_unique<List>();
+      host = owned.get();
+    }
+    host->reserve(list.size());
     for (const c10::IValue& e : boxed.toListRef()) {
       const bool defined = e.isTensor() && e.toTensor().defined();
       if (defined && isNeuron(e.toTensor())) {
-        host.push_back(call.toHost(e.toTensor(), written));
+        host->push_back(call.toHost(e.toTensor(), written));
       } else {
-        host.push_back(defined ? std::optional<at::Tensor>(e.toTensor()) : std::nullopt);
+        host->push_back(defined ? std::optional<at::Tensor>(e.toTensor()) : std::nullopt);
       }
     }
   }
-  const List& get() const { return converted ? host : *original; }
+  Host(Host&& other) noexcept
+      : original(other.original), host(other.host), owned(std::move(other.owned)), uses_scratch(other.uses_scratch) {
+    other.host = nullptr;
+    other.uses_scratch = false;
+  }
+  Host(const Host&) = delete;
+  Host& operator=(const Host&) = delete;
+  Host& operator=(Host&&) = delete;
+  ~Host() {
+    if (uses_scratch) {
+      host->clear();  // the aliases must not stay referenced: the alias cache reuses only unshared ones
+      scratch().busy = false;
+    }
+  }
+  const List& get() const { return host != nullptr ? *host : *original; }
   static void see(DeviceCheck& c, const List& list, const std::string& n) {
     const c10::IValue boxed(list);
     for (const c10::IValue& e : boxed.toListRef()) {
