@@ -114,7 +114,8 @@ def test_advanced_indexing_takes_index_lists_as_the_boxed_path_does():
         assert torch.equal(nx[dev].cpu(), expected)
         assert torch.equal(nx[idx].cpu(), expected)  # indices may stay on the host, as on CUDA
     assert torch.equal(torch.ops.aten.index.Tensor(nx, [None, j.to("neuron")]).cpu(), x[:, j])
-    with pytest.raises(RuntimeError, match=r"aten::index.Tensor: argument 'self' is on neuron:0, argument 'indices' on neuron:1"):
+    on_two = r"aten::index.Tensor: argument 'self' is on neuron:0, argument 'indices' on neuron:1"
+    with pytest.raises(RuntimeError, match=on_two):
         torch.ops.aten.index.Tensor(nx, [i.to("neuron:1")])
     with pytest.raises(IndexError, match="out of bounds"):
         nx[torch.tensor([9], device="neuron")]
