@@ -1,8 +1,9 @@
 #include "allocator/CachingAllocator.h"
 
 #include <c10/util/Exception.h>
-#include <c10/util/flat_hash_map.h>
 
+#include <array>
+#include <atomic>
 #include <mutex>
 
 #include "allocator/DeviceCache.h"
@@ -12,26 +13,31 @@
 namespace torchneuron {
 
 namespace {
-// Live allocations: pointer -> block, sharded so concurrent frees from many threads rarely contend.
-constexpr size_t kShards = 16;
-struct Shard {
-  std::mutex mutex;
-  ska::flat_hash_map<void*, Block*> blocks;
-};
-Shard g_shards[kShards];
+// The devices whose caches exist, in creation order: a free looks its pointer up in them (each cache keeps
+// its own live blocks under its own mutex, so an allocation or a free takes one lock).
+constexpr int kMaxDevices = 128;
+std::array<std::atomic<DeviceCache*>, kMaxDevices> g_caches{};
+std::atomic<int> g_cache_count{0};
+// The device whose cache freed last: small ops free on one device, whose cache is then searched first.
+std::atomic<int> g_last_freed{0};
 
-Shard& shardOf(void* ptr) { return g_shards[(reinterpret_cast<uintptr_t>(ptr) >> 9) % kShards]; }
-
-Block* findLive(void* ptr, bool remove) {
-  Shard& shard = shardOf(ptr);
-  std::lock_guard<std::mutex> lock(shard.mutex);
-  auto it = shard.blocks.find(ptr);
-  if (it == shard.blocks.end()) return nullptr;
-  Block* block = it->second;
-  if (remove) shard.blocks.erase(it);
-  return block;
+template <class Fn>
+bool onOwningCache(void* ptr, Fn&& fn) {
+  const int n = g_cache_count.load(std::memory_order_acquire);
+  const int hint = g_last_freed.load(std::memory_order_relaxed);
+  if (hint < n && fn(*g_caches[hint].load(std::memory_order_acquire))) return true;
+  for (int i = 0; i < n; ++i) {
+    if (i != hint && fn(*g_caches[i].load(std::memory_order_acquire))) {
+      g_last_freed.store(i, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return false;
 }
 
+bool freeLive(void* ptr) {
+  return onOwningCache(ptr, [ptr](DeviceCache& cache) { return cache.freeIfLive(ptr); });
+}
 } // namespace
 
 CachingAllocator& cachingAllocator() {
@@ -42,12 +48,9 @@ CachingAllocator& cachingAllocator() {
 namespace {
 void deleteDevicePtr(void* ptr) {
   if (ptr == nullptr) return;
-  Block* block = findLive(ptr, /*remove=*/true);
-  if (block == nullptr) {
+  if (!freeLive(ptr)) {
     TORCH_WARN("neuron: ignoring free of ", ptr, ", which the caching allocator does not own (double free?)");
-    return;
   }
-  cachingAllocator().deviceCache(block->device).free(block);
 }
 } // namespace
 
@@ -66,6 +69,9 @@ DeviceCache& CachingAllocator::deviceCache(c10::DeviceIndex device) {
     if (!slot) {
       checkDeviceIndex(device);
       slot = std::make_unique<DeviceCache>(device);
+      const int index = g_cache_count.load(std::memory_order_relaxed);
+      g_caches[index].store(slot.get(), std::memory_order_release);
+      g_cache_count.store(index + 1, std::memory_order_release);
     }
   }
   return *slot;
@@ -77,13 +83,8 @@ c10::DataPtr CachingAllocator::allocateOn(c10::DeviceIndex device, int stream_in
     runtime();  // still reports a misconfigured runtime or a bad fork
     return c10::DataPtr(nullptr, nullptr, &deleteDevicePtr, dev);
   }
-  Block* block = deviceCache(device).malloc(stream_index, nbytes);
-  {
-    Shard& shard = shardOf(block->ptr);
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    shard.blocks[block->ptr] = block;
-  }
-  return c10::DataPtr(block->ptr, block->ptr, &deleteDevicePtr, dev);
+  void* ptr = deviceCache(device).malloc(stream_index, nbytes)->ptr;
+  return c10::DataPtr(ptr, ptr, &deleteDevicePtr, dev);
 }
 
 c10::DataPtr CachingAllocator::allocate(size_t nbytes) {
@@ -112,9 +113,10 @@ void CachingAllocator::emptyCache(c10::MempoolId_t) {
 
 void CachingAllocator::recordStream(const c10::DataPtr& ptr, c10::Stream stream) {
   if (!ptr.get()) return;
-  Block* block = findLive(ptr.get(), /*remove=*/false);
-  if (block == nullptr) return;  // not ours (e.g. memory adopted from the host): nothing to protect
-  deviceCache(block->device).recordStream(block, static_cast<int>(stream.id()));
+  // Not ours (e.g. memory adopted from the host): nothing to protect.
+  void* p = ptr.get();
+  const int s = static_cast<int>(stream.id());
+  onOwningCache(p, [p, s](DeviceCache& cache) { return cache.recordStreamIfLive(p, s); });
 }
 
 c10::CachingDeviceAllocator::DeviceStats CachingAllocator::getDeviceStats(c10::DeviceIndex device) {
@@ -136,12 +138,7 @@ void CachingAllocator::setMemoryFraction(double fraction, c10::DeviceIndex devic
   deviceCache(device).setMemoryFraction(fraction);
 }
 
-bool CachingAllocator::freeIfLive(void* ptr) {
-  Block* block = ptr ? findLive(ptr, /*remove=*/true) : nullptr;
-  if (block == nullptr) return false;
-  deviceCache(block->device).free(block);
-  return true;
-}
+bool CachingAllocator::freeIfLive(void* ptr) { return ptr != nullptr && freeLive(ptr); }
 
 bool CachingAllocator::owns(const c10::DataPtr& ptr) const { return ptr.get_deleter() == &deleteDevicePtr; }
 

@@ -88,13 +88,13 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
   size_t remaining = block->size - size;
   bool split = pool.is_small ? remaining >= kMinBlockSize : remaining > kSmallSize;
   if (split) {
-    auto* rest = new Block(device_, stream, remaining, &pool, static_cast<char*>(block->ptr) + size);
+    Block* rest = newBlock(stream, remaining, &pool, static_cast<char*>(block->ptr) + size);
     rest->prev = block;
     rest->next = block->next;
     if (rest->next) rest->next->prev = rest;
     block->next = rest;
     block->size = size;
-    pool.blocks.insert(rest);
+    insertFree(pool, rest);
     update(stats_.inactive_split, pool, 1);
     update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(rest->size));
   }
@@ -106,9 +106,32 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
   update(stats_.active, pool, 1);
   update(stats_.active_bytes, pool, static_cast<int64_t>(block->size));
   update(stats_.requested_bytes, pool, static_cast<int64_t>(nbytes));
+  live_[block->ptr] = block;
   profiler::reportDeviceMemory(block->ptr, static_cast<int64_t>(block->size), stats_.allocated_bytes[0].current,
                                stats_.reserved_bytes[0].current, device_);
   return block;
+}
+
+bool DeviceCache::freeIfLive(void* ptr) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(ptr);
+  if (it == live_.end()) return false;
+  Block* block = it->second;
+  live_.erase(it);
+  free(block);
+  return true;
+}
+
+bool DeviceCache::recordStreamIfLive(void* ptr, int stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = live_.find(ptr);
+  if (it == live_.end()) return false;
+  Block* block = it->second;
+  if (stream == block->stream) return true;  // its own stream orders it already
+  if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) == block->stream_uses.end()) {
+    block->stream_uses.push_back(stream);
+  }
+  return true;
 }
 
 bool DeviceCache::takeFreeBlock(BlockPool& pool, int stream, size_t size, Block** out) {
@@ -118,7 +141,7 @@ bool DeviceCache::takeFreeBlock(BlockPool& pool, int stream, size_t size, Block*
     return false;
   }
   Block* block = *it;
-  pool.blocks.erase(it);
+  keepNode(pool.blocks.extract(it));
   if (block->isSplit()) {
     update(stats_.inactive_split, pool, -1);
     update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(block->size));
@@ -141,11 +164,40 @@ Block* DeviceCache::allocateSegment(BlockPool& pool, int stream, size_t size) {
   stats_.num_device_alloc += 1;
   update(stats_.segment, pool, 1);
   update(stats_.reserved_bytes, pool, static_cast<int64_t>(size));
-  return new Block(device_, stream, size, &pool, ptr);
+  return newBlock(stream, size, &pool, ptr);
 }
 
-void DeviceCache::free(Block* block) {
-  std::lock_guard<std::mutex> lock(mutex_);
+Block* DeviceCache::newBlock(int stream, size_t size, BlockPool* pool, void* ptr) {
+  if (spare_.empty()) return new Block(device_, stream, size, pool, ptr);
+  Block* block = spare_.back();
+  spare_.pop_back();
+  *block = Block(device_, stream, size, pool, ptr);
+  return block;
+}
+
+void DeviceCache::insertFree(BlockPool& pool, Block* block) {
+  if (spare_node_.empty()) {
+    pool.blocks.insert(block);
+    return;
+  }
+  spare_node_.value() = block;
+  pool.blocks.insert(std::move(spare_node_));
+}
+
+void DeviceCache::keepNode(std::set<Block*, BlockOrder>::node_type node) {
+  if (spare_node_.empty()) spare_node_ = std::move(node);
+}
+
+void DeviceCache::dropBlock(Block* block) {
+  constexpr size_t kMaxSpare = 64;
+  if (spare_.size() < kMaxSpare) {
+    spare_.push_back(block);
+  } else {
+    delete block;
+  }
+}
+
+void DeviceCache::free(Block* block) {  // under mutex_
   block->allocated = false;
   BlockPool& pool = *block->pool;
   update(stats_.allocation, pool, -1);
@@ -176,7 +228,7 @@ void DeviceCache::freeBlock(Block* block) {
       mergeInto(block, neighbour);
     }
   }
-  pool.blocks.insert(block);
+  insertFree(pool, block);
   if (block->isSplit()) {
     update(stats_.inactive_split, pool, 1);
     update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(block->size));
@@ -185,7 +237,7 @@ void DeviceCache::freeBlock(Block* block) {
 
 void DeviceCache::mergeInto(Block* dst, Block* src) {
   BlockPool& pool = *dst->pool;
-  pool.blocks.erase(src);
+  keepNode(pool.blocks.extract(src));
   update(stats_.inactive_split, pool, -1);
   update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(src->size));
   if (dst->prev == src) {
@@ -197,15 +249,7 @@ void DeviceCache::mergeInto(Block* dst, Block* src) {
     if (dst->next) dst->next->prev = dst;
   }
   dst->size += src->size;
-  delete src;
-}
-
-void DeviceCache::recordStream(Block* block, int stream) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (stream == block->stream) return;  // its own stream orders it already
-  if (std::find(block->stream_uses.begin(), block->stream_uses.end(), stream) == block->stream_uses.end()) {
-    block->stream_uses.push_back(stream);
-  }
+  dropBlock(src);
 }
 
 void DeviceCache::processEvents() {
@@ -244,7 +288,7 @@ void DeviceCache::releaseFreeSegments(BlockPool& pool) {
     stats_.num_device_free += 1;
     update(stats_.segment, pool, -1);
     update(stats_.reserved_bytes, pool, -static_cast<int64_t>(block->size));
-    delete block;
+    dropBlock(block);
   }
 }
 

@@ -52,10 +52,12 @@ class DeviceCache {
   explicit DeviceCache(int device);
   ~DeviceCache();
 
-  // Returns the block for `nbytes` on `stream`, or throws torch.OutOfMemoryError.
+  // Returns the block for `nbytes` on `stream` (now live), or throws torch.OutOfMemoryError.
   Block* malloc(int stream, size_t nbytes);
-  void free(Block* block);
-  void recordStream(Block* block, int stream);
+  // Frees the live block at `ptr`; false (nothing done) when `ptr` is not a live block of this device.
+  bool freeIfLive(void* ptr);
+  // record_stream for the live block at `ptr`; false when there is none on this device.
+  bool recordStreamIfLive(void* ptr, int stream);
   void emptyCache();
   void setMemoryFraction(double fraction);
 
@@ -66,6 +68,15 @@ class DeviceCache {
 
  private:
   void update(c10::CachingAllocator::StatArray& stat, const BlockPool& pool, int64_t delta);
+  void free(Block* block);
+  // Block records come from and go back to spare_: a small op splits a block on allocation and merges it back
+  // on free, and a heap allocation plus free per op for that was a tenth of the allocator's cost.
+  Block* newBlock(int stream, size_t size, BlockPool* pool, void* ptr);
+  void dropBlock(Block* block);
+  // Likewise the pools' tree nodes: a split or merge removes one free block and inserts another, and reusing
+  // the removed node saves a node allocation and free each time. Same ordering, same blocks chosen.
+  void insertFree(BlockPool& pool, Block* block);
+  void keepNode(std::set<Block*, BlockOrder>::node_type node);
 
   bool takeFreeBlock(BlockPool& pool, int stream, size_t size, Block** out);
   Block* allocateSegment(BlockPool& pool, int stream, size_t size);
@@ -89,6 +100,10 @@ class DeviceCache {
     uint64_t seq;
   };
   std::vector<PendingFree> pending_;
+  // Live allocations by pointer, under the same mutex as the pools: allocation and free take one lock each.
+  ska::flat_hash_map<void*, Block*> live_;
+  std::vector<Block*> spare_;
+  std::set<Block*, BlockOrder>::node_type spare_node_;
 };
 
 } // namespace torchneuron

@@ -54,7 +54,7 @@ std::unordered_set<std::string> registerHostKernels(torch::Library& lib) {
   registerAll<o::mm, o::addmm, o::addmm_, o::bmm, o::baddbmm, o::mv, o::dot>(lib, names);
   // normalisation, pooling, gathering
   registerAll<o::native_layer_norm, o::native_layer_norm_backward, o::native_batch_norm,
-              o::native_batch_norm_backward, o::cat, o::index_select, o::embedding_dense_backward,
+              o::native_batch_norm_backward, o::cat, o::index_select, o::index_Tensor, o::embedding_dense_backward,
               o::max_pool2d_with_indices, o::max_pool2d_with_indices_backward>(lib, names);
   // optimizer steps
   registerAll<o::_foreach_add__List, o::_foreach_add__Scalar, o::_foreach_mul__Scalar, o::_foreach_mul__List,

@@ -63,4 +63,21 @@ std::shared_ptr<Queue> queueOf(const c10::Stream& stream) {
   return runtime().queue(stream.device_index(), static_cast<int>(stream.id()));
 }
 
+namespace {
+constexpr int kCachedStreams = 16;
+std::array<std::array<std::atomic<Queue*>, kCachedStreams>, kMaxDevices> g_queues{};
+} // namespace
+
+Queue& queueRef(c10::DeviceIndex index, int stream_index) {
+  if (C10_LIKELY(index >= 0 && index < kMaxDevices && stream_index >= 0 && stream_index < kCachedStreams)) {
+    std::atomic<Queue*>& slot = g_queues[index][stream_index];
+    Queue* queue = slot.load(std::memory_order_acquire);
+    if (C10_LIKELY(queue != nullptr)) return *queue;
+    queue = runtime().queue(index, stream_index).get();  // validates the indices the first time
+    slot.store(queue, std::memory_order_release);
+    return *queue;
+  }
+  return *runtime().queue(index, stream_index);  // out of range: the runtime's error
+}
+
 } // namespace torchneuron

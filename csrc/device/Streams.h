@@ -23,5 +23,8 @@ void setCurrentStream(const c10::Stream& stream);
 // The runtime queue behind a stream.
 std::shared_ptr<Queue> queueOf(const c10::Stream& stream);
 inline std::shared_ptr<Queue> currentQueue(c10::DeviceIndex index) { return queueOf(currentStream(index)); }
+// The same queue by reference, for the per-op path: no shared_ptr copy (two atomic read-modify-writes) and no
+// runtime call once looked up. The runtime makes its queues up front and keeps them for the process.
+Queue& queueRef(c10::DeviceIndex index, int stream_index);
 
 } // namespace torchneuron

@@ -101,3 +101,24 @@ def test_generic_kernels_that_only_work_on_host_tensors_run_on_aliases():
     torch.mode(x.to("neuron"), 1, out=(values, indices))
     expected = torch.mode(x, 1)
     assert torch.equal(values.cpu(), expected.values) and torch.equal(indices.cpu(), expected.indices)
+
+
+def test_advanced_indexing_takes_index_lists_as_the_boxed_path_does():
+    x, nx = _pair(5, 6, 7)
+    i = torch.tensor([4, 0, 2])
+    j = torch.tensor([1, 1, 5])
+    mask = torch.tensor([True, False, True, True, False, False])
+    for idx in ((i,), (slice(None), j), (i, j), (Ellipsis, j), (slice(None), mask), (i, slice(None), j)):
+        expected = x[idx]
+        dev = tuple(t.to("neuron") if isinstance(t, torch.Tensor) else t for t in idx)
+        assert torch.equal(nx[dev].cpu(), expected)
+        assert torch.equal(nx[idx].cpu(), expected)  # indices may stay on the host, as on CUDA
+    assert torch.equal(torch.ops.aten.index.Tensor(nx, [None, j.to("neuron")]).cpu(), x[:, j])
+    on_two = r"aten::index.Tensor: argument 'self' is on neuron:0, argument 'indices' on neuron:1"
+    with pytest.raises(RuntimeError, match=on_two):
+        torch.ops.aten.index.Tensor(nx, [i.to("neuron:1")])
+    with pytest.raises(IndexError, match="out of bounds"):
+        nx[torch.tensor([9], device="neuron")]
+    torchneuron.reset_executed_ops()
+    nx[i.to("neuron")]
+    assert torchneuron.executed_ops().get("aten::index.Tensor") == 1

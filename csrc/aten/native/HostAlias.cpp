@@ -27,8 +27,22 @@ c10::intrusive_ptr<c10::StorageImpl> aliasStorage(const c10::Storage& storage) {
       hostOutputAllocator(), /*resizable=*/true);
 }
 
+// Element by element: tensors have few dims, and ArrayRef::equals calls memcmp.
+bool sameInts(c10::IntArrayRef a, c10::IntArrayRef b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 void setGeometry(c10::TensorImpl* alias, const at::Tensor& t) {
-  alias->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  // A small op reuses its cached alias with the geometry it already has; set_sizes_and_strides would recompute
+  // numel and every contiguity flag for nothing (it was half the cost of an alias).
+  if (!sameInts(alias->sizes(), t.sizes()) || !sameInts(alias->strides(), t.strides()) ||
+      alias->storage_offset() != t.storage_offset()) {
+    alias->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  }
   // Lazy conjugation / negation are views too: the host kernel must see them, not the raw bytes.
   if (alias->is_conj() != t.is_conj()) alias->_set_conj(t.is_conj());
   if (alias->is_neg() != t.is_neg()) alias->_set_neg(t.is_neg());
@@ -127,8 +141,11 @@ at::Tensor deviceTensorOver(const c10::Storage& storage, const at::Tensor& geome
 
 namespace torchneuron {
 
-at::Tensor fromHostResult(const at::Tensor& out, c10::DeviceIndex device) {
-  if (!out.defined() || out.device().is_privateuseone()) return out;
+namespace {
+// `owned`: `out` is the caller's to give away (moved from on return), so a use count of 1 means nobody else
+// holds the result.
+at::Tensor fromHostResultImpl(at::Tensor& out, c10::DeviceIndex device, bool owned) {
+  if (!out.defined() || out.device().is_privateuseone()) return owned ? std::move(out) : out;
   auto* storage = out.storage().unsafeGetStorageImpl();
   if (cachingAllocator().owns(storage->data_ptr())) {
     retagAsDevice(storage->mutable_data_ptr(), device);
@@ -137,9 +154,12 @@ at::Tensor fromHostResult(const at::Tensor& out, c10::DeviceIndex device) {
     if (out.use_count() == 1 && impl->allow_tensor_metadata_change()) {
       // Nobody else holds the kernel's result: turn it into the neuron tensor in place (device from the
       // retagged storage, backend dispatch keys swapped) instead of allocating a second TensorImpl per op.
-      impl->set_storage_keep_dtype(out.storage());
+      // The storage is moved out and back (set_storage_keep_dtype takes it by value) so that refreshing the
+      // tensor's device costs no reference-count traffic.
+      c10::Storage same = std::move(const_cast<c10::Storage&>(impl->storage()));
+      impl->set_storage_keep_dtype(std::move(same));
       impl->_change_backend_component_keys(c10::Device(c10::DeviceType::PrivateUse1, device));
-      return out;
+      return owned ? std::move(out) : out;
     }
     at::Tensor result = deviceTensorOver(out.storage(), out, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1));
     // A fresh result may come back as a lazily conjugated / negated view (vdot(a, b.conj()) ends in .conj()):
@@ -152,6 +172,15 @@ at::Tensor fromHostResult(const at::Tensor& out, c10::DeviceIndex device) {
                                       out.options().device(c10::Device(c10::DeviceType::PrivateUse1, device)));
   hostAlias(copy).copy_(out);
   return copy;
+}
+} // namespace
+
+at::Tensor fromHostResult(const at::Tensor& out, c10::DeviceIndex device) {
+  return fromHostResultImpl(const_cast<at::Tensor&>(out), device, /*owned=*/false);
+}
+
+at::Tensor fromHostResult(at::Tensor&& out, c10::DeviceIndex device) {
+  return fromHostResultImpl(out, device, /*owned=*/true);
 }
 
 } // namespace torchneuron

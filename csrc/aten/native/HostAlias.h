@@ -28,4 +28,6 @@ namespace torchneuron {
 // A result a host kernel produced inside CaptureOutputsOnDevice, as a neuron tensor of `device`: its
 // device-memory storage is handed over without a copy (host memory, which should not happen, is copied).
 at::Tensor fromHostResult(const at::Tensor& out, c10::DeviceIndex device);
+// The same for a result the caller gives away (the host path's own results): no reference-count traffic.
+at::Tensor fromHostResult(at::Tensor&& out, c10::DeviceIndex device);
 } // namespace torchneuron

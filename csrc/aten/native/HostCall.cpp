@@ -56,22 +56,24 @@ at::Tensor HostCall::stage(const at::Tensor& t, bool written) {
   return hostTensorOver(storages_.back().host, t);
 }
 
-at::Tensor HostCall::toHost(const at::Tensor& t, bool written) {
+size_t HostCall::toHostIndex(const at::Tensor& t, bool written) {
   // One tensor passed twice (x.add_(x), out=self) stays one host tensor, so the kernel sees the aliasing
   // (TensorIterator's in-place shape check, overlap checks) exactly as on the CPU.
-  for (auto& p : pairs_) {
+  for (size_t i = 0; i < pairs_.size(); ++i) {
+    Pair& p = pairs_[i];
     if (p.original->unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) {
       p.written = p.written || written;
       if (staged_ && written) {
         for (auto& s : storages_) s.written = s.written || s.device_storage == p.original->storage().unsafeGetStorageImpl();
       }
-      return p.alias;
+      return i;
     }
   }
   at::Tensor alias = staged_ ? stage(t, written) : reusableHostAlias(t);
   c10::StorageImpl* storage = alias.storage().unsafeGetStorageImpl();
-  pairs_.push_back({alias.unsafeGetTensorImpl(), storage, storage->data(), &t, written, alias});
-  return alias;
+  c10::TensorImpl* impl = alias.unsafeGetTensorImpl();
+  pairs_.push_back({impl, storage, storage->data(), &t, written, std::move(alias)});
+  return pairs_.size() - 1;
 }
 
 const at::Tensor* HostCall::originalOf(const at::Tensor& alias) const {
@@ -91,7 +93,7 @@ at::Tensor HostCall::toDevice(at::Tensor out) const {
     }
   }
   if (staged_) return uploadHostResult(out, device_, *currentQueue(device_));
-  return fromHostResult(out, device_);  // a fresh result, allocated in device memory during the kernel
+  return fromHostResult(std::move(out), device_);  // a fresh result, allocated in device memory during the kernel
 }
 
 // out= kernels may resize their outputs: mirror the new geometry (and grown storage) on the neuron tensor.
@@ -137,10 +139,10 @@ void HostCall::addContext(c10::Error& e) const {
 
 int HostCall::enterStream(c10::DeviceIndex device) {
   prepareHostKernelThread();
-  const c10::Stream stream = currentStream(device);  // looked up once: this is the per-op path
-  auto queue = queueOf(stream);
-  if (!queue->idle()) queue->drain();  // stream order: earlier async work on this stream finishes first
-  return static_cast<int>(stream.id());
+  const int stream = static_cast<int>(currentStream(device).id());  // looked up once: this is the per-op path
+  Queue& queue = queueRef(device, stream);
+  if (!queue.idle()) queue.drain();  // stream order: earlier async work on this stream finishes first
+  return stream;
 }
 
 HostCall::Scope::Scope(HostCall& call)

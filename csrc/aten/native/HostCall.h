@@ -41,7 +41,11 @@ class HostCall {
 
   // The host alias (nrt: host copy) of a neuron tensor (one per distinct tensor, so x.add_(x) keeps its
   // aliasing; on nrt one host copy per storage, so views of one storage stay views of one buffer).
-  at::Tensor toHost(const at::Tensor& t, bool written);
+  at::Tensor toHost(const at::Tensor& t, bool written) { return pairs_[toHostIndex(t, written)].alias; }
+  // toHost without copying the alias: its index, for aliasAt() once every argument has one (the unboxed path,
+  // which passes the kernel references; an index stays valid when later arguments grow the pair list).
+  size_t toHostIndex(const at::Tensor& t, bool written);
+  at::Tensor& aliasAt(size_t index) { return pairs_[index].alias; }
   // A result of the host kernel as a neuron tensor: the caller's own tensor (in-place / out=), a view of an
   // input's storage, or a fresh result whose device-memory storage is handed over (nrt: uploaded).
   at::Tensor toDevice(at::Tensor out) const;

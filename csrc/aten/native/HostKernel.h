@@ -11,6 +11,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/IListRef.h>
 
+#include <array>
+#include <memory>
 #include <optional>
 #include <tuple>
 #include <type_traits>
@@ -31,7 +33,8 @@ struct Host {  // anything that is not a tensor passes through
   static_assert(!std::is_same_v<Bare, std::optional<at::Generator>> && !std::is_same_v<Bare, at::Generator> &&
                     !std::is_same_v<Bare, std::optional<at::Device>> && !std::is_same_v<Bare, at::Device> &&
                     !std::is_same_v<Bare, c10::List<std::optional<at::Tensor>>>,
-                "generator, device and index-list arguments need the boxed fallback's handling");
+                "generator and device arguments need the boxed fallback's handling; index lists are passed by "
+                "const reference (see below)");
   std::remove_reference_t<T>* value;
   Host(HostCall&, T& v, bool) : value(&v) {}
   T get() const { return static_cast<T>(*value); }
@@ -43,26 +46,36 @@ struct Host {  // anything that is not a tensor passes through
   }
 };
 
+// A tensor's alias stays in the HostCall's pair list (no copy of it: each copy of a tensor is two atomic
+// reference-count updates); get() is called once every argument has its alias, so the index is final.
 template <>
 struct Host<const at::Tensor&> {
-  at::Tensor alias;
+  HostCall* call = nullptr;  // null: not a neuron tensor, the original is passed
+  size_t index = 0;
   const at::Tensor* original;
-  Host(HostCall& call, const at::Tensor& t, bool written) : original(&t) {
-    if (isNeuron(t)) alias = call.toHost(t, written);
+  Host(HostCall& c, const at::Tensor& t, bool written) : original(&t) {
+    if (isNeuron(t)) {
+      call = &c;
+      index = c.toHostIndex(t, written);
+    }
   }
-  const at::Tensor& get() const { return alias.defined() ? alias : *original; }
+  const at::Tensor& get() const { return call != nullptr ? call->aliasAt(index) : *original; }
   static void see(DeviceCheck& c, const at::Tensor& t, const std::string& n) { c.see(t, n, false); }
   static bool onDouble(const at::Tensor& t) { return isNeuron(t) && t.scalar_type() == at::kDouble; }
 };
 
 template <>
 struct Host<at::Tensor&> {
-  at::Tensor alias;
+  HostCall* call = nullptr;
+  size_t index = 0;
   at::Tensor* original;
-  Host(HostCall& call, at::Tensor& t, bool) : original(&t) {
-    if (isNeuron(t)) alias = call.toHost(t, /*written=*/true);
+  Host(HostCall& c, at::Tensor& t, bool) : original(&t) {
+    if (isNeuron(t)) {
+      call = &c;
+      index = c.toHostIndex(t, /*written=*/true);
+    }
   }
-  at::Tensor& get() { return alias.defined() ? alias : *original; }
+  at::Tensor& get() { return call != nullptr ? call->aliasAt(index) : *original; }
   static void see(DeviceCheck& c, const at::Tensor& t, const std::string& n) { c.see(t, n, false); }
   static bool onDouble(const at::Tensor& t) { return Host<const at::Tensor&>::onDouble(t); }
 };
@@ -80,6 +93,84 @@ struct Host<const std::optional<at::Tensor>&> {
   }
   static bool onDouble(const std::optional<at::Tensor>& t) {
     return t.has_value() && Host<const at::Tensor&>::onDouble(*t);
+  }
+};
+
+// An index list (Tensor?[], as the boxed fallback handles it): indices may stay on the host, as on CUDA; neuron
+// ones become host aliases, and undefined tensors (Python indexing passes them, not None, for sliced dims)
+// become None. The list is read through an IValue so that its elements are referred to, never copied, and the
+// host list is the thread's scratch list, emptied after the call (a new c10::List per x[idx] was a third of
+// the op's overhead); a nested call while it is in use gets a list of its own.
+template <>
+struct Host<const c10::List<std::optional<at::Tensor>>&> {
+  using List = c10::List<std::optional<at::Tensor>>;
+  struct Scratch {
+    List list;
+    bool busy = false;
+  };
+  static Scratch& scratch() {
+    thread_local Scratch s;
+    return s;
+  }
+
+  const List* original;
+  List* host = nullptr;  // the list the kernel gets instead of the original, when converted
+  std::unique_ptr<List> owned;
+  bool uses_scratch = false;
+
+  Host(HostCall& call, const List& list, bool written) : original(&list) {
+    const c10::IValue boxed(list);
+    bool convert = false;
+    for (const c10::IValue& e : boxed.toListRef()) {
+      if (e.isTensor() && (!e.toTensor().defined() || isNeuron(e.toTensor()))) convert = true;
+    }
+    if (!convert) return;
+    Scratch& s = scratch();
+    if (!s.busy) {
+      if (s.list.use_count() != 1) s.list = List();  // someone kept the last one: never reuse it
+      s.busy = uses_scratch = true;
+      host = &s.list;
+    } else {
+      owned = std::make_unique<List>();
+      host = owned.get();
+    }
+    host->reserve(list.size());
+    for (const c10::IValue& e : boxed.toListRef()) {
+      const bool defined = e.isTensor() && e.toTensor().defined();
+      if (defined && isNeuron(e.toTensor())) {
+        host->push_back(call.toHost(e.toTensor(), written));
+      } else {
+        host->push_back(defined ? std::optional<at::Tensor>(e.toTensor()) : std::nullopt);
+      }
+    }
+  }
+  Host(Host&& other) noexcept
+      : original(other.original), host(other.host), owned(std::move(other.owned)), uses_scratch(other.uses_scratch) {
+    other.host = nullptr;
+    other.uses_scratch = false;
+  }
+  Host(const Host&) = delete;
+  Host& operator=(const Host&) = delete;
+  Host& operator=(Host&&) = delete;
+  ~Host() {
+    if (uses_scratch) {
+      host->clear();  // the aliases must not stay referenced: the alias cache reuses only unshared ones
+      scratch().busy = false;
+    }
+  }
+  const List& get() const { return host != nullptr ? *host : *original; }
+  static void see(DeviceCheck& c, const List& list, const std::string& n) {
+    const c10::IValue boxed(list);
+    for (const c10::IValue& e : boxed.toListRef()) {
+      if (e.isTensor()) c.see(e.toTensor(), n, /*host_allowed=*/true);
+    }
+  }
+  static bool onDouble(const List& list) {
+    const c10::IValue boxed(list);
+    for (const c10::IValue& e : boxed.toListRef()) {
+      if (e.isTensor() && Host<const at::Tensor&>::onDouble(e.toTensor())) return true;
+    }
+    return false;
   }
 };
 
@@ -179,7 +270,9 @@ struct HostKernel<Op, R(Args...)> {
     DeviceCheck check(entry->name);
     (Host<Args>::see(check, args, schema.arguments()[I].name()), ...);
     HostCall call(*entry, check.finish());
-    std::tuple<Host<Args>...> host{Host<Args>(call, args, entry->writes[I])...};
+    // The schema's write flags as constants (analysed before the first direct call, see directHostPath).
+    static const std::array<bool, sizeof...(Args)> writes{static_cast<bool>(entry->writes[I])...};
+    std::tuple<Host<Args>...> host{Host<Args>(call, args, writes[I])...};
     auto kernel = [&]() -> R {
       return Op::redispatch(c10::DispatchKeySet(c10::DispatchKey::CPU), std::get<I>(host).get()...);
     };
