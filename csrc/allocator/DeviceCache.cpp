@@ -220,7 +220,19 @@ Block* DeviceCache::newBlock(int stream, size_t size, BlockPool* pool, void* ptr
   if (spare_.empty()) return new Block(device_, stream, size, pool, ptr);
   Block* block = spare_.back();
   spare_.pop_back();
-  *block = Block(device_, stream, size, pool, ptr);
+  // Field by field: what Block(device_, stream, size, pool, ptr) holds, without building and moving a temporary.
+  block->device = device_;
+  block->stream = stream;
+  block->size = size;
+  block->requested = 0;
+  block->pool = pool;
+  block->ptr = ptr;
+  block->allocated = false;
+  block->prev = nullptr;
+  block->next = nullptr;
+  block->event_count = 0;
+  block->stream_uses.clear();
+  block->pos = {};
   return block;
 }
 
