@@ -69,7 +69,23 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
   size_t size = roundSize(nbytes);
   BlockPool& pool = size <= kSmallSize ? small_ : large_;
   Block* block = nullptr;
-  if (!takeFreeBlock(pool, stream, size, &block)) {
+  bool split_done = false;
+  auto it = pool.blocks.end();
+  {
+    Block key(device_, stream, size, &pool, nullptr);
+    it = pool.blocks.lower_bound(&key);
+  }
+  if (it != pool.blocks.end() && (*it)->stream == stream) {
+    Block* found = *it;
+    size_t remaining = found->size - size;
+    bool split = pool.is_small ? remaining >= kMinBlockSize : remaining > kSmallSize;
+    if (split && (block = splitInPlace(pool, it, size)) != nullptr) {
+      split_done = true;
+    } else {
+      takeFreeBlock(pool, it);
+      block = found;
+    }
+  } else {
     size_t alloc_size = segmentSize(size);
     block = allocateSegment(pool, stream, alloc_size);
     if (block == nullptr) {
@@ -86,7 +102,7 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
 
   // Split off the tail when the leftover is worth keeping as a free block.
   size_t remaining = block->size - size;
-  bool split = pool.is_small ? remaining >= kMinBlockSize : remaining > kSmallSize;
+  bool split = !split_done && (pool.is_small ? remaining >= kMinBlockSize : remaining > kSmallSize);
   if (split) {
     Block* rest = newBlock(stream, remaining, &pool, static_cast<char*>(block->ptr) + size);
     rest->prev = block;
@@ -134,20 +150,53 @@ bool DeviceCache::recordStreamIfLive(void* ptr, int stream) {
   return true;
 }
 
-bool DeviceCache::takeFreeBlock(BlockPool& pool, int stream, size_t size, Block** out) {
-  Block key(device_, stream, size, &pool, nullptr);
-  auto it = pool.blocks.lower_bound(&key);
-  if (it == pool.blocks.end() || (*it)->stream != stream) {
-    return false;
-  }
+void DeviceCache::takeFreeBlock(BlockPool& pool, std::set<Block*, BlockOrder>::iterator it) {
   Block* block = *it;
   keepNode(pool.blocks.extract(it));
   if (block->isSplit()) {
     update(stats_.inactive_split, pool, -1);
     update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(block->size));
   }
-  *out = block;
-  return true;
+}
+
+namespace {
+// BlockOrder of `a` against the key (stream, size, ptr).
+bool lessThanKey(const Block* a, int stream, size_t size, const void* ptr) {
+  if (a->stream != stream) return a->stream < stream;
+  if (a->size != size) return a->size < size;
+  return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(ptr);
+}
+bool keyLessThan(int stream, size_t size, const void* ptr, const Block* b) {
+  if (stream != b->stream) return stream < b->stream;
+  if (size != b->size) return size < b->size;
+  return reinterpret_cast<uintptr_t>(ptr) < reinterpret_cast<uintptr_t>(b->ptr);
+}
+} // namespace
+
+// The free block at `it` gives its first `size` bytes to a new block (returned, not in the tree) and stays in the
+// tree as the rest, when the rest's key still sorts after the block before it; else nullptr and nothing changes.
+// Same blocks, links and statistics updates as taking the block out and splitting off a new tail.
+Block* DeviceCache::splitInPlace(BlockPool& pool, std::set<Block*, BlockOrder>::iterator it, size_t size) {
+  Block* rest = *it;
+  const size_t remaining = rest->size - size;
+  char* rest_ptr = static_cast<char*>(rest->ptr) + size;
+  if (it != pool.blocks.begin() && !lessThanKey(*std::prev(it), rest->stream, remaining, rest_ptr)) {
+    return nullptr;
+  }
+  if (rest->isSplit()) {
+    update(stats_.inactive_split, pool, -1);
+    update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(rest->size));
+  }
+  Block* block = newBlock(rest->stream, size, &pool, rest->ptr);
+  block->prev = rest->prev;
+  if (block->prev) block->prev->next = block;
+  block->next = rest;
+  rest->prev = block;
+  rest->ptr = rest_ptr;
+  rest->size = remaining;
+  update(stats_.inactive_split, pool, 1);
+  update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(rest->size));
+  return block;
 }
 
 Block* DeviceCache::allocateSegment(BlockPool& pool, int stream, size_t size) {
@@ -171,17 +220,29 @@ Block* DeviceCache::newBlock(int stream, size_t size, BlockPool* pool, void* ptr
   if (spare_.empty()) return new Block(device_, stream, size, pool, ptr);
   Block* block = spare_.back();
   spare_.pop_back();
-  *block = Block(device_, stream, size, pool, ptr);
+  // Field by field: what Block(device_, stream, size, pool, ptr) holds, without building and moving a temporary.
+  block->device = device_;
+  block->stream = stream;
+  block->size = size;
+  block->requested = 0;
+  block->pool = pool;
+  block->ptr = ptr;
+  block->allocated = false;
+  block->prev = nullptr;
+  block->next = nullptr;
+  block->event_count = 0;
+  block->stream_uses.clear();
+  block->pos = {};
   return block;
 }
 
 void DeviceCache::insertFree(BlockPool& pool, Block* block) {
   if (spare_node_.empty()) {
-    pool.blocks.insert(block);
+    block->pos = pool.blocks.insert(block).first;
     return;
   }
   spare_node_.value() = block;
-  pool.blocks.insert(std::move(spare_node_));
+  block->pos = pool.blocks.insert(std::move(spare_node_)).position;
 }
 
 void DeviceCache::keepNode(std::set<Block*, BlockOrder>::node_type node) {
@@ -223,6 +284,12 @@ void DeviceCache::freeBlock(Block* block) {
   BlockPool& pool = *block->pool;
   update(stats_.active, pool, -1);
   update(stats_.active_bytes, pool, -static_cast<int64_t>(block->size));
+  auto mergeable = [](Block* b) { return b != nullptr && !b->allocated && b->event_count == 0; };
+  const bool merge_prev = mergeable(block->prev);
+  const bool merge_next = mergeable(block->next);
+  if (merge_prev != merge_next && mergeInPlace(block, merge_prev ? block->prev : block->next)) {
+    return;
+  }
   for (Block* neighbour : {block->prev, block->next}) {
     if (neighbour && !neighbour->allocated && neighbour->event_count == 0) {
       mergeInto(block, neighbour);
@@ -235,9 +302,39 @@ void DeviceCache::freeBlock(Block* block) {
   }
 }
 
+// The freed `block` joins its one free neighbour `keep`, which stays in the tree with the merged key when that
+// still sorts before the block after it (the key only grows); else false and nothing changes. Same segment links
+// and statistics updates as mergeInto followed by insertFree.
+bool DeviceCache::mergeInPlace(Block* block, Block* keep) {
+  BlockPool& pool = *block->pool;
+  const size_t merged_size = block->size + keep->size;
+  void* merged_ptr = keep == block->prev ? keep->ptr : block->ptr;
+  auto after = std::next(keep->pos);
+  if (after != pool.blocks.end() && !keyLessThan(keep->stream, merged_size, merged_ptr, *after)) {
+    return false;
+  }
+  update(stats_.inactive_split, pool, -1);
+  update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(keep->size));
+  if (keep == block->prev) {
+    keep->next = block->next;
+    if (keep->next) keep->next->prev = keep;
+  } else {
+    keep->prev = block->prev;
+    if (keep->prev) keep->prev->next = keep;
+  }
+  keep->ptr = merged_ptr;
+  keep->size = merged_size;
+  dropBlock(block);
+  if (keep->isSplit()) {
+    update(stats_.inactive_split, pool, 1);
+    update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(keep->size));
+  }
+  return true;
+}
+
 void DeviceCache::mergeInto(Block* dst, Block* src) {
   BlockPool& pool = *dst->pool;
-  keepNode(pool.blocks.extract(src));
+  keepNode(pool.blocks.extract(src->pos));
   update(stats_.inactive_split, pool, -1);
   update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(src->size));
   if (dst->prev == src) {

@@ -14,6 +14,11 @@
 namespace torchneuron {
 
 struct BlockPool;
+struct Block;
+
+struct BlockOrder {
+  bool operator()(const Block* a, const Block* b) const;
+};
 
 struct Block {
   int device;
@@ -27,19 +32,19 @@ struct Block {
   Block* next = nullptr;
   int event_count = 0;     // outstanding record_stream events before the block may be reused
   std::vector<int> stream_uses;
+  // Where the block sits in its pool's tree while it is free there (set by DeviceCache::insertFree).
+  std::set<Block*, BlockOrder>::iterator pos{};
 
   Block(int device, int stream, size_t size, BlockPool* pool, void* ptr)
       : device(device), stream(stream), size(size), pool(pool), ptr(ptr) {}
   bool isSplit() const { return prev != nullptr || next != nullptr; }
 };
 
-struct BlockOrder {
-  bool operator()(const Block* a, const Block* b) const {
-    if (a->stream != b->stream) return a->stream < b->stream;
-    if (a->size != b->size) return a->size < b->size;
-    return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
-  }
-};
+inline bool BlockOrder::operator()(const Block* a, const Block* b) const {
+  if (a->stream != b->stream) return a->stream < b->stream;
+  if (a->size != b->size) return a->size < b->size;
+  return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
+}
 
 struct BlockPool {
   explicit BlockPool(bool small) : is_small(small) {}
@@ -78,7 +83,11 @@ class DeviceCache {
   void insertFree(BlockPool& pool, Block* block);
   void keepNode(std::set<Block*, BlockOrder>::node_type node);
 
-  bool takeFreeBlock(BlockPool& pool, int stream, size_t size, Block** out);
+  void takeFreeBlock(BlockPool& pool, std::set<Block*, BlockOrder>::iterator it);
+  // The split and merge of a small op keep the free block's tree node where its new key still sorts:
+  // the tree is then exactly what removing and reinserting it would give, without the rebalancing.
+  Block* splitInPlace(BlockPool& pool, std::set<Block*, BlockOrder>::iterator it, size_t size);
+  bool mergeInPlace(Block* block, Block* keep);
   Block* allocateSegment(BlockPool& pool, int stream, size_t size);
   void freeBlock(Block* block);
   void mergeInto(Block* dst, Block* src);

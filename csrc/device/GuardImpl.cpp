@@ -21,6 +21,9 @@ void GuardImpl::setDevice(c10::Device d) const {
 }
 
 void GuardImpl::uncheckedSetDevice(c10::Device d) const noexcept {
+  // A device guard's exit restores the device it found, most often the current one: nothing to set, and the
+  // check (whose errors this function swallows) need not run on every guarded op.
+  if (d.index() == currentDevice()) return;
   try {
     setCurrentDevice(d.index());
   } catch (...) {

@@ -27,11 +27,13 @@ c10::intrusive_ptr<c10::StorageImpl> aliasStorage(const c10::Storage& storage) {
       hostOutputAllocator(), /*resizable=*/true);
 }
 
-// Element by element: tensors have few dims, and ArrayRef::equals calls memcmp.
-bool sameInts(c10::IntArrayRef a, c10::IntArrayRef b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i]) return false;
+// Element by element, sizes and strides in one pass: tensors have few dims, and ArrayRef::equals calls memcmp.
+bool sameGeometry(c10::IntArrayRef a_sizes, c10::IntArrayRef a_strides, c10::IntArrayRef b_sizes,
+                  c10::IntArrayRef b_strides) {
+  const size_t n = a_sizes.size();
+  if (n != b_sizes.size() || a_strides.size() != n || b_strides.size() != n) return false;
+  for (size_t i = 0; i < n; ++i) {
+    if (a_sizes[i] != b_sizes[i] || a_strides[i] != b_strides[i]) return false;
   }
   return true;
 }
@@ -39,7 +41,7 @@ bool sameInts(c10::IntArrayRef a, c10::IntArrayRef b) {
 void setGeometry(c10::TensorImpl* alias, const at::Tensor& t) {
   // A small op reuses its cached alias with the geometry it already has; set_sizes_and_strides would recompute
   // numel and every contiguity flag for nothing (it was half the cost of an alias).
-  if (!sameInts(alias->sizes(), t.sizes()) || !sameInts(alias->strides(), t.strides()) ||
+  if (!sameGeometry(alias->sizes(), alias->strides(), t.sizes(), t.strides()) ||
       alias->storage_offset() != t.storage_offset()) {
     alias->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
   }

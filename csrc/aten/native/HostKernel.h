@@ -113,15 +113,23 @@ struct Host<const c10::List<std::optional<at::Tensor>>&> {
     return s;
   }
 
+  // The list's elements, read in place. Boxing the list into an IValue (what toListRef needs) copies its
+  // reference-counted pointer, two atomic updates, and x[idx] read it three times. A c10::List is standard
+  // layout with its ListImpl pointer as only member, so the two are pointer-interconvertible.
+  static const std::vector<c10::IValue>& elements(const List& list) {
+    static_assert(std::is_standard_layout_v<List> &&
+                  sizeof(List) == sizeof(c10::intrusive_ptr<c10::detail::ListImpl>));
+    return reinterpret_cast<const c10::intrusive_ptr<c10::detail::ListImpl>&>(list)->list;
+  }
+
   const List* original;
   List* host = nullptr;  // the list the kernel gets instead of the original, when converted
   std::unique_ptr<List> owned;
   bool uses_scratch = false;
 
   Host(HostCall& call, const List& list, bool written) : original(&list) {
-    const c10::IValue boxed(list);
     bool convert = false;
-    for (const c10::IValue& e : boxed.toListRef()) {
+    for (const c10::IValue& e : elements(list)) {
       if (e.isTensor() && (!e.toTensor().defined() || isNeuron(e.toTensor()))) convert = true;
     }
     if (!convert) return;
@@ -135,7 +143,7 @@ struct Host<const c10::List<std::optional<at::Tensor>>&> {
       host = owned.get();
     }
     host->reserve(list.size());
-    for (const c10::IValue& e : boxed.toListRef()) {
+    for (const c10::IValue& e : elements(list)) {
       const bool defined = e.isTensor() && e.toTensor().defined();
       if (defined && isNeuron(e.toTensor())) {
         host->push_back(call.toHost(e.toTensor(), written));
@@ -160,14 +168,12 @@ struct Host<const c10::List<std::optional<at::Tensor>>&> {
   }
   const List& get() const { return host != nullptr ? *host : *original; }
   static void see(DeviceCheck& c, const List& list, const std::string& n) {
-    const c10::IValue boxed(list);
-    for (const c10::IValue& e : boxed.toListRef()) {
+    for (const c10::IValue& e : elements(list)) {
       if (e.isTensor()) c.see(e.toTensor(), n, /*host_allowed=*/true);
     }
   }
   static bool onDouble(const List& list) {
-    const c10::IValue boxed(list);
-    for (const c10::IValue& e : boxed.toListRef()) {
+    for (const c10::IValue& e : elements(list)) {
       if (e.isTensor() && Host<const at::Tensor&>::onDouble(e.toTensor())) return true;
     }
     return false;
