@@ -4,6 +4,7 @@ cast-on-write, and allocating the tiles legacy calls return."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -290,3 +291,23 @@ def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
         vals = np.broadcast_to(vals, view.shape)
     view.write(vals, mask_for(mask, view.shape) if mask is not None else None)
     run.issue_move(src, [view])
+
+
+_ENGINE_NAMES: dict[tuple, str] = {}
+
+
+def memo_engine_name(key: tuple, resolve: Callable[[], str]) -> str:
+    """The engine enums and names a kernel passes are few: each is resolved once (an enum's ``.name`` is a
+    Python descriptor). Callers key by type too, as IntEnum members equal their ints
+    (engine.tensor == 1 == dma_engine.gpsimd_dma)."""
+    try:
+        return _ENGINE_NAMES[key]
+    except (KeyError, TypeError):
+        pass
+    name = resolve()
+    try:
+        if len(_ENGINE_NAMES) < 256:  # a handful in practice; never unbounded
+            _ENGINE_NAMES[key] = name
+    except TypeError:  # an unhashable stand-in
+        pass
+    return name

@@ -29,6 +29,7 @@ from .common import (
     check_partitions,
     mark_result,
     mask_for,
+    memo_engine_name,
     read,
     read_raw,
     write,
@@ -76,24 +77,8 @@ def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine:
     run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES)
 
 
-_ENGINE_NAMES: dict[tuple[type, Any, str], str] = {}
-
-
 def _engine_name(engine: Any, default: str) -> str:
-    # the engine enums and names are few: each resolved once (enum .name is a Python descriptor). Keyed by
-    # type too: IntEnum members equal their ints (engine.tensor == 1 == dma_engine.gpsimd_dma).
-    key = (type(engine), engine, default)
-    try:
-        return _ENGINE_NAMES[key]
-    except (KeyError, TypeError):
-        pass
-    name = _resolve_engine(engine, default)
-    try:
-        if len(_ENGINE_NAMES) < 256:  # a handful of enums and names in practice; never unbounded
-            _ENGINE_NAMES[key] = name
-    except TypeError:  # an unhashable stand-in
-        pass
-    return name
+    return memo_engine_name(("elementwise", type(engine), engine, default), lambda: _resolve_engine(engine, default))
 
 
 def _resolve_engine(engine: Any, default: str) -> str:

@@ -27,6 +27,7 @@ from .common import (
     input_mask,
     mark_result,
     mask_for,
+    memo_engine_name,
     output_mask,
     read,
     write,
@@ -107,25 +108,13 @@ def check_transpose(api: str, data: NkiTensor, engine: str) -> None:
                    "transpose in blocks of " + ("32x32 on the Vector engine." if engine == "vector" else "128x128."))
 
 
-_ENGINE_NAMES: dict[tuple[type, Any], str] = {}
-
-
 def engine_name(engine: Any) -> str:
-    # each engine enum / name resolved once (enum .name is a Python descriptor); keyed by type too, as
-    # IntEnum members equal their ints
-    key = (type(engine), engine)
-    try:
-        return _ENGINE_NAMES[key]
-    except (KeyError, TypeError):
-        pass
+    return memo_engine_name(("matmul", type(engine), engine), lambda: _resolve_engine(engine))
+
+
+def _resolve_engine(engine: Any) -> str:
     eng = str(getattr(engine, "name", engine) or "tensor").removesuffix("_engine")
-    eng = "tensor" if eng in ("unknown", "0", "None") else eng
-    try:
-        if len(_ENGINE_NAMES) < 256:  # a handful of enums and names in practice; never unbounded
-            _ENGINE_NAMES[key] = eng
-    except TypeError:  # an unhashable stand-in
-        pass
-    return eng
+    return "tensor" if eng in ("unknown", "0", "None") else eng
 
 
 _FP8 = (dtypes.float8_e4m3, dtypes.float8_e4m3fn, dtypes.float8_e5m2)
