@@ -61,6 +61,12 @@ C10_ALWAYS_INLINE void DeviceCache::update(c10::CachingAllocator::StatArray& sta
   }
 }
 
+namespace {
+bool worthSplitting(const BlockPool& pool, size_t remaining) {
+  return pool.is_small ? remaining >= kMinBlockSize : remaining > kSmallSize;
+}
+} // namespace
+
 Block* DeviceCache::malloc(int stream, size_t nbytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!pending_.empty()) {
@@ -69,21 +75,16 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
   size_t size = roundSize(nbytes);
   BlockPool& pool = size <= kSmallSize ? small_ : large_;
   Block* block = nullptr;
-  bool split_done = false;
   auto it = pool.blocks.end();
   {
     Block key(device_, stream, size, &pool, nullptr);
     it = pool.blocks.lower_bound(&key);
   }
   if (it != pool.blocks.end() && (*it)->stream == stream) {
-    Block* found = *it;
-    size_t remaining = found->size - size;
-    bool split = pool.is_small ? remaining >= kMinBlockSize : remaining > kSmallSize;
-    if (split && (block = splitInPlace(pool, it, size)) != nullptr) {
-      split_done = true;
-    } else {
+    // Split in place when it can (the free block stays in the tree as the rest; `block` is then exactly `size`).
+    if (!worthSplitting(pool, (*it)->size - size) || (block = splitInPlace(pool, it, size)) == nullptr) {
+      block = *it;
       takeFreeBlock(pool, it);
-      block = found;
     }
   } else {
     size_t alloc_size = segmentSize(size);
@@ -102,8 +103,7 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
 
   // Split off the tail when the leftover is worth keeping as a free block.
   size_t remaining = block->size - size;
-  bool split = !split_done && (pool.is_small ? remaining >= kMinBlockSize : remaining > kSmallSize);
-  if (split) {
+  if (worthSplitting(pool, remaining)) {
     Block* rest = newBlock(stream, remaining, &pool, static_cast<char*>(block->ptr) + size);
     rest->prev = block;
     rest->next = block->next;
@@ -159,20 +159,6 @@ void DeviceCache::takeFreeBlock(BlockPool& pool, std::set<Block*, BlockOrder>::i
   }
 }
 
-namespace {
-// BlockOrder of `a` against the key (stream, size, ptr).
-bool lessThanKey(const Block* a, int stream, size_t size, const void* ptr) {
-  if (a->stream != stream) return a->stream < stream;
-  if (a->size != size) return a->size < size;
-  return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(ptr);
-}
-bool keyLessThan(int stream, size_t size, const void* ptr, const Block* b) {
-  if (stream != b->stream) return stream < b->stream;
-  if (size != b->size) return size < b->size;
-  return reinterpret_cast<uintptr_t>(ptr) < reinterpret_cast<uintptr_t>(b->ptr);
-}
-} // namespace
-
 // The free block at `it` gives its first `size` bytes to a new block (returned, not in the tree) and stays in the
 // tree as the rest, when the rest's key still sorts after the block before it; else nullptr and nothing changes.
 // Same blocks, links and statistics updates as taking the block out and splitting off a new tail.
@@ -180,7 +166,7 @@ Block* DeviceCache::splitInPlace(BlockPool& pool, std::set<Block*, BlockOrder>::
   Block* rest = *it;
   const size_t remaining = rest->size - size;
   char* rest_ptr = static_cast<char*>(rest->ptr) + size;
-  if (it != pool.blocks.begin() && !lessThanKey(*std::prev(it), rest->stream, remaining, rest_ptr)) {
+  if (it != pool.blocks.begin() && !(orderKey(*std::prev(it)) < orderKey(rest->stream, remaining, rest_ptr))) {
     return nullptr;
   }
   if (rest->isSplit()) {
@@ -310,7 +296,7 @@ bool DeviceCache::mergeInPlace(Block* block, Block* keep) {
   const size_t merged_size = block->size + keep->size;
   void* merged_ptr = keep == block->prev ? keep->ptr : block->ptr;
   auto after = std::next(keep->pos);
-  if (after != pool.blocks.end() && !keyLessThan(keep->stream, merged_size, merged_ptr, *after)) {
+  if (after != pool.blocks.end() && !(orderKey(keep->stream, merged_size, merged_ptr) < orderKey(*after))) {
     return false;
   }
   update(stats_.inactive_split, pool, -1);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "runtime/Queue.h"
@@ -40,11 +41,12 @@ struct Block {
   bool isSplit() const { return prev != nullptr || next != nullptr; }
 };
 
-inline bool BlockOrder::operator()(const Block* a, const Block* b) const {
-  if (a->stream != b->stream) return a->stream < b->stream;
-  if (a->size != b->size) return a->size < b->size;
-  return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
+// A free block's place in its pool: by stream, then size (best fit), then address.
+inline std::tuple<int, size_t, uintptr_t> orderKey(int stream, size_t size, const void* ptr) {
+  return {stream, size, reinterpret_cast<uintptr_t>(ptr)};
 }
+inline std::tuple<int, size_t, uintptr_t> orderKey(const Block* b) { return orderKey(b->stream, b->size, b->ptr); }
+inline bool BlockOrder::operator()(const Block* a, const Block* b) const { return orderKey(a) < orderKey(b); }
 
 struct BlockPool {
   explicit BlockPool(bool small) : is_small(small) {}

@@ -62,6 +62,21 @@ c10::intrusive_ptr<c10::ivalue::Future> completionOf(const c10::intrusive_ptr<c1
   return future;
 }
 
+// Polls `done` with a growing pause (50 us to 5 ms: short collectives finish fast, long ones must not spin)
+// until it is true (returns true) or `deadline` passes (false).
+template <class Done>
+bool pollUntil(const Done& done, std::chrono::steady_clock::time_point deadline) {
+  auto pause = std::chrono::microseconds(50);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(5000));
+  }
+  return true;
+}
+
 // Everything one collective keeps alive until its transfer is over, even if the user drops the Work.
 struct Pending {
   std::vector<c10::intrusive_ptr<c10d::Work>> transport;
@@ -152,16 +167,7 @@ void settle(Pending& p, c10::ivalue::Future& all) {
 } // namespace
 
 bool quiesceCollectives(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = std::chrono::microseconds(50);
-  while (!retired().reap()) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(5000));
-  }
-  return true;
+  return pollUntil([] { return retired().reap(); }, std::chrono::steady_clock::now() + timeout);
 }
 
 CollectiveWork::CollectiveWork(std::vector<c10::intrusive_ptr<c10d::Work>> transport, std::vector<at::Tensor> inputs,
@@ -217,14 +223,9 @@ bool CollectiveWork::wait(std::chrono::milliseconds timeout) {
   if (timeout == kNoTimeout) {
     future_->wait();
   } else {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    auto pause = std::chrono::microseconds(50);
-    while (!future_->completed()) {
-      TORCH_CHECK_WITH(DistBackendError, std::chrono::steady_clock::now() < deadline, context_,
-                       ": not finished within wait(timeout=", timeout.count(), " ms)");
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(5000));
-    }
+    TORCH_CHECK_WITH(DistBackendError,
+                     pollUntil([this] { return future_->completed(); }, std::chrono::steady_clock::now() + timeout),
+                     context_, ": not finished within wait(timeout=", timeout.count(), " ms)");
   }
   retired().reap();
   if (future_->hasError()) {

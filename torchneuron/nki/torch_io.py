@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from .core.scoped import scoped
 from .errors import ERR_DTYPE, ERR_INVALID_ARG, ERR_MEMORY, fail
 from .host import HostKind, HostView, register_host_kind
 
@@ -108,22 +109,10 @@ def recorder() -> LaunchRecorder | None:
     return getattr(_local, "recorder", None)
 
 
-class device_only:
+def device_only(what: str) -> scoped:
     """``with device_only(what):`` kernels launched inside refuse CPU tensors (the torch path: ``nki_op``
-    bodies, ``wrap_nki`` calls). A class, not a generator context: entered once per op call."""
-
-    __slots__ = ("what", "previous")
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-        self.previous: str | None = None
-
-    def __enter__(self) -> None:
-        self.previous = getattr(_local, "device_only", None)
-        _local.device_only = self.what
-
-    def __exit__(self, *exc: object) -> None:
-        _local.device_only = self.previous
+    bodies, ``wrap_nki`` calls)."""
+    return scoped(_local, "device_only", what)
 
 
 def _torch_dtypes() -> dict[Any, np.dtype]:

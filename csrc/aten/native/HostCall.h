@@ -46,6 +46,17 @@ class HostCall {
   // which passes the kernel references; an index stays valid when later arguments grow the pair list).
   size_t toHostIndex(const at::Tensor& t, bool written);
   at::Tensor& aliasAt(size_t index) { return pairs_[index].alias; }
+  // One element of an index list (Tensor?[]) as the host kernel takes it: indices may stay on the host, as on
+  // CUDA; neuron ones become host aliases; undefined tensors (Python indexing passes them, not None, for the
+  // sliced dims of x[:, i]) become None.
+  void appendIndex(c10::List<std::optional<at::Tensor>>& out, const c10::IValue& e, bool written) {
+    const bool defined = e.isTensor() && e.toTensor().defined();
+    if (defined && e.toTensor().device().is_privateuseone()) {
+      out.push_back(toHost(e.toTensor(), written));
+    } else {
+      out.push_back(defined ? std::optional<at::Tensor>(e.toTensor()) : std::nullopt);
+    }
+  }
   // A result of the host kernel as a neuron tensor: the caller's own tensor (in-place / out=), a view of an
   // input's storage, or a fresh result whose device-memory storage is handed over (nrt: uploaded).
   at::Tensor toDevice(at::Tensor out) const;

@@ -123,15 +123,7 @@ void runOnHost(const c10::OperatorHandle& op, OpEntry& entry, torch::jit::Stack*
       host.emplace_back(std::move(list));
     } else if (v.isList() && entry.is_index_list[i]) {
       c10::List<std::optional<at::Tensor>> list;
-      for (const c10::IValue& e : v.toListRef()) {
-        // Python indexing (x[:, i]) passes undefined tensors, not None, for the sliced dims.
-        const bool defined = e.isTensor() && e.toTensor().defined();
-        if (defined && e.toTensor().device().is_privateuseone()) {
-          list.push_back(call.toHost(e.toTensor(), written));
-        } else {
-          list.push_back(defined ? std::optional<at::Tensor>(e.toTensor()) : std::nullopt);
-        }
-      }
+      for (const c10::IValue& e : v.toListRef()) call.appendIndex(list, e, written);
       host.emplace_back(std::move(list));
     } else if (v.isDevice() && v.toDevice().is_privateuseone()) {
       host.emplace_back(c10::Device(c10::DeviceType::CPU));

@@ -96,9 +96,8 @@ struct Host<const std::optional<at::Tensor>&> {
   }
 };
 
-// An index list (Tensor?[], as the boxed fallback handles it): indices may stay on the host, as on CUDA; neuron
-// ones become host aliases, and undefined tensors (Python indexing passes them, not None, for sliced dims)
-// become None. The list is read through an IValue so that its elements are referred to, never copied, and the
+// An index list (Tensor?[]), element by element as the boxed fallback converts it (HostCall::appendIndex).
+// The list is read through an IValue so that its elements are referred to, never copied, and the
 // host list is the thread's scratch list, emptied after the call (a new c10::List per x[idx] was a third of
 // the op's overhead); a nested call while it is in use gets a list of its own.
 template <>
@@ -143,14 +142,7 @@ struct Host<const c10::List<std::optional<at::Tensor>>&> {
       host = owned.get();
     }
     host->reserve(list.size());
-    for (const c10::IValue& e : elements(list)) {
-      const bool defined = e.isTensor() && e.toTensor().defined();
-      if (defined && isNeuron(e.toTensor())) {
-        host->push_back(call.toHost(e.toTensor(), written));
-      } else {
-        host->push_back(defined ? std::optional<at::Tensor>(e.toTensor()) : std::nullopt);
-      }
-    }
+    for (const c10::IValue& e : elements(list)) call.appendIndex(*host, e, written);
   }
   Host(Host&& other) noexcept
       : original(other.original), host(other.host), owned(std::move(other.owned)), uses_scratch(other.uses_scratch) {

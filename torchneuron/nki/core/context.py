@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ERR_OUTSIDE_KERNEL, fail
 from ..hardware import Target
 from .memory import OnChipMemory, Whole
+from .scoped import scoped
 from .tensor import NkiTensor
 
 if TYPE_CHECKING:
@@ -100,20 +101,6 @@ def active() -> KernelRun | None:
     return getattr(_state, "run", None)
 
 
-class running:
-    """`with running(run):` makes `run` the current launch on this thread (a class, not a generator
-    context: entered once per kernel instance)."""
-
-    __slots__ = ("run", "previous")
-
-    def __init__(self, run: KernelRun) -> None:
-        self.run = run
-        self.previous: KernelRun | None = None
-
-    def __enter__(self) -> KernelRun:
-        self.previous = getattr(_state, "run", None)
-        _state.run = self.run
-        return self.run
-
-    def __exit__(self, *exc: object) -> None:
-        _state.run = self.previous
+def running(run: KernelRun) -> scoped:
+    """`with running(run):` makes `run` the current launch on this thread."""
+    return scoped(_state, "run", run)
