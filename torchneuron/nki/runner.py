@@ -15,6 +15,7 @@ has tensors): neuron tensors are simulated on their device buffers (kernel outpu
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import inspect
 import itertools
@@ -26,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from . import cost, dtypes, host, lnc, torch_io
-from .core import alu, context
+from . import cost, dtypes, host, launch_signatures, lnc, torch_io
+from .core import alu, context, data_dependence
 from .core.buffers import HBM, SHARED_HBM, Storage
 from .core.tensor import NkiTensor
 from .errors import (
@@ -281,14 +282,19 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
 
         return Launch(trn_host.launch(func, args, kwargs, grid, api), None)
     with torch_io.launching(io):
-        done = _simulate(func, args, kwargs, grid, api, target, io.hbm_data)
+        done = _simulate(func, args, kwargs, grid, api, target, io.hbm_data, repeatable=io.mode == torch_io.DEVICE)
         torch_io.finished(io, func, api, grid, args, kwargs, done.results, done.report)
     return done
 
 
 def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], grid: tuple[GridDim, ...],
-              api: str, target: Target | None, hbm_data: Callable[..., Any] | None = None) -> Launch:
+              api: str, target: Target | None, hbm_data: Callable[..., Any] | None = None,
+              repeatable: bool = False) -> Launch:
+    """`repeatable`: a device launch, which skips the bookkeeping for a signature already checked
+    (`launch_signatures`; NumPy launches, the standalone simulator, are checked every time)."""
     target = target or current_target()
+    signature = launch_signatures.key(func, args, kwargs, grid, api, target) if repeatable else None
+    checked = launch_signatures.checked_report(func, signature)
     cores = math.prod(d.cores for d in grid) if grid else 1
     bound, inputs = _bind_inputs(func, args, kwargs, SHARED_HBM if cores > 1 else HBM)
     models = [cost.CostModel(target) for _ in range(cores)]
@@ -296,14 +302,20 @@ def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     programs = grid_programs(grid) if grid else [((), 0)]
     sizes = tuple(d.size for d in grid)
     exchange = lnc.CoreExchange(cores) if api == "current" and cores > 1 else None
+    steered: list[int] = []  # programs whose instructions tensor values decided
 
     def program(i: int) -> tuple[context.KernelRun, Any]:
         ids, core = programs[i]
         run = context.KernelRun(target, models[core], sizes, ids, api, shared=shared, exchange=exchange,
-                                kernel_code=func.__code__, tensor_class=Tile, hbm_data=hbm_data)
+                                kernel_code=func.__code__, tensor_class=Tile, hbm_data=hbm_data,
+                                accounting=checked is None)
+        data_dependence.begin()
         with context.running(run), np.errstate(**alu.ENGINE_ERRORS):
             result = func(*bound.args, **bound.kwargs)
-        run.memory.finish()
+        if data_dependence.steered():
+            steered.append(i)
+        if run.accounting:
+            run.memory.finish()
         return run, result
 
     if exchange is not None:  # LNC=2: the cores run at once and may sendrecv / core_barrier
@@ -313,8 +325,13 @@ def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     results = finished[0][1]  # every program returns the same shared_hbm outputs
     _check_outputs(func, _outputs(results), api)
     _write_back(inputs)
-    report = cost.report(models, target, max(r.memory.peak["sbuf"] for r, _ in finished),
-                         max(r.memory.peak["psum"] for r, _ in finished))
+    if checked is not None:
+        report = copy.copy(checked)  # the caller's own, as a checked launch's is
+    else:
+        report = cost.report(models, target, max(r.memory.peak["sbuf"] for r, _ in finished),
+                             max(r.memory.peak["psum"] for r, _ in finished))
+        if not steered:
+            launch_signatures.remember(func, signature, report)
     prints = [p for r, _ in finished for p in r.prints]
     kind = inputs[0].kind if inputs else host.kind_of(np.empty(0))
     return Launch(_convert(results, kind), report, prints)

@@ -46,6 +46,9 @@ class KernelRun:
     # torch launches (nki.torch_io): (shape, dtype) -> flat writable memory for a shared_hbm output (a device
     # tensor's, so the caller gets the result without a copy), or None for the simulator's own memory
     hbm_data: Any = None
+    # False for a repeat of a launch signature that already ran fully checked (nki.launch_signatures): the
+    # values are computed as always, the cost model and the on-chip live ranges are not kept
+    accounting: bool = True
 
     def __post_init__(self) -> None:
         self.memory = OnChipMemory(self.target)
@@ -70,17 +73,23 @@ class KernelRun:
     def issue(self, engine: str, cycles: float, reads: Iterable[Any] = (), writes: Iterable[Any] = (),
               latency_cycles: float = 0.0, flops: float = 0.0) -> None:
         """A compute instruction on `engine` reading and writing these tensors (non-tensors are skipped)."""
+        if not self.accounting:
+            return
         tick = self.memory.tick = self.memory.tick + 1
         self.cost.compute(engine, cycles, self._operands(reads, tick), self._operands(writes, tick),
                           latency_cycles, flops)
 
     def issue_dma(self, nbytes: float, descriptors: int, src: NkiTensor, dst: NkiTensor) -> None:
         """A DMA of `nbytes` cut into `descriptors` contiguous runs."""
+        if not self.accounting:
+            return
         tick = self.memory.tick = self.memory.tick + 1
         self.cost.dma(nbytes, descriptors, self._operands((src,), tick), self._operands((dst,), tick))
 
     def issue_move(self, reads: Iterable[Any], writes: Iterable[Any]) -> None:
         """A value landing in a tile at no cost (an assignment the compiler folds into the producer)."""
+        if not self.accounting:
+            return
         tick = self.memory.tick = self.memory.tick + 1
         self.cost.sync(self._operands(reads, tick), self._operands(writes, tick))
 

@@ -25,6 +25,7 @@ from ..errors import (
     ERR_TRUTH_VALUE,
     fail,
 )
+from . import data_dependence
 from .buffers import Buffer, Storage
 from .indexing import IndexArray, Mask
 
@@ -317,6 +318,7 @@ class NkiTensor:
                 out.append(k)
                 continue
             if isinstance(k, NkiTensor):  # indirect: an on-chip index tile, known only when the kernel runs
+                data_dependence.mark()
                 k = IndexArray(k.read().astype(np.int64), runtime=True)
             elif isinstance(k, Mask):
                 raise fail(ERR_SHAPE, "a predicate cannot index a tensor.", "pass it as mask= instead.")

@@ -12,6 +12,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .. import dtypes
 from ..errors import ERR_INVALID_ARG, ERR_MEMORY, ERR_OOB, ERR_SHAPE, fail
+from . import data_dependence
 from .buffers import SBUF, Storage
 from .tensor import Bound, NkiTensor
 
@@ -99,6 +100,7 @@ def select(t: NkiTensor, dim: int, index: Any) -> NkiTensor:
     """Pick one position on `dim` and drop it (an index tensor selects per partition: a gather)."""
     d = _dim(t, dim)
     if isinstance(index, NkiTensor):
+        data_dependence.mark()
         idx = index.read().astype(np.int64).reshape(-1)
         bad = (idx < 0) | (idx >= t.shape[d])
         if bad.any():
@@ -245,6 +247,8 @@ def access_pattern(t: NkiTensor, pattern: Any, offset: int | None, scalar_offset
                    f"the free size {st.partition_stride}.", "step partitions with the storage's free size.")
     base = int(offset or 0)
     if scalar_offset is not None:
+        if isinstance(scalar_offset, NkiTensor):
+            data_dependence.mark()
         value = int(scalar_offset.read().reshape(-1)[0]) if isinstance(scalar_offset, NkiTensor) else int(scalar_offset)
         base += value * math.prod(st.shape[indirect_dim + 1:])
     shape = tuple(n for _, n in pairs)
@@ -258,6 +262,7 @@ def access_pattern(t: NkiTensor, pattern: Any, offset: int | None, scalar_offset
                        f"[{low}, {extent}] of {st.size}.", "shrink the counts or the offset.")
         out = view
     else:
+        data_dependence.mark()
         rows = vector_offset.read().astype(np.int64).reshape(-1)
         row_elems = math.prod(st.shape[indirect_dim + 1:])
         offs = view.offsets()
@@ -295,6 +300,7 @@ def vector_select(t: NkiTensor, dim: int, vector_offset: Any) -> NkiTensor:
     if vector_offset.size != p:
         raise fail(ERR_SHAPE, f"vector_select offsets have shape {vector_offset.shape}; one index per partition, "
                    "(P, 1), is expected.", "give a (P, 1) offsets tile.")
+    data_dependence.mark()
     rows = vector_offset.read().astype(np.int64).reshape((p,) + (1,) * (t.ndim - 1))
     base = t.offsets()[:1]                                           # the row-0 offsets of the view
     shape = (p,) + tuple(t.shape[1:])

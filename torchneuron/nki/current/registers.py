@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..core import data_dependence
 from ..core.tensor import NkiTensor
 from ..errors import ERR_INVALID_ARG, ERR_SHAPE, fail
 
@@ -81,6 +82,7 @@ def _scalar_tile(t: NkiTensor, api: str) -> None:
 
 def register_load(dst: VirtualRegister, src: NkiTensor) -> None:
     _scalar_tile(src, "register_load")
+    data_dependence.mark()
     value = float(np.asarray(src.read(), dtype=np.float64).reshape(-1)[0]) if not dtypes.is_int(src.dtype) \
         else int(np.asarray(src.read()).reshape(-1)[0])
     # a float register keeps its fraction; whole values load as integers (loop bounds, offsets)

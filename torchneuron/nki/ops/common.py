@@ -208,7 +208,7 @@ def allocate(shape: Any, dtype: Any, buffer: Buffer = SBUF, name: str = "",
         # legacy kernels return nl.hbm outputs: one tensor for the whole grid, as shared_hbm is
         return _shared(run, plain, dt, name, buffer)
     st = Storage(plain, dt, buffer, name, paxis, track_writes=buffer.is_hbm)
-    if buffer.on_chip:
+    if buffer.on_chip and run.accounting:
         run.memory.place(st, physical_tiles)
     return run.tensor_class.whole(st)
 
@@ -223,7 +223,8 @@ def _at_kernel_level(run: context.KernelRun) -> bool:
 
 def _shared(run: context.KernelRun, shape: tuple[int, ...], dt: np.dtype, name: str,
             buffer: Buffer = SHARED_HBM) -> NkiTensor:
-    if buffer == SHARED_HBM and not _at_kernel_level(run):
+    # where outputs are allocated is part of the instruction stream: checked once per launch signature
+    if buffer == SHARED_HBM and run.accounting and not _at_kernel_level(run):
         frame = kernel_frame()
         where = frame.f_code.co_name if frame is not None else "?"
         raise fail(ERR_SHARED_HBM_LEVEL, f"shared_hbm tensor {name or ''!r} is allocated in `{where}`, "
@@ -247,7 +248,9 @@ def _shared_locked(run: context.KernelRun, shape: tuple[int, ...], dt: np.dtype,
     data = run.hbm_data(shape, dt) if run.hbm_data is not None else None
     if data is not None:
         data[...] = dtypes.sentinel(dt)  # uninitialised, as the simulator's own memory
-    st = Storage(shape, dt, buffer, name, 0, data=data, track_writes=True)
+    # which elements get written follows from the instructions too: a repeat of a checked signature (the check
+    # and its warning ran once) does not track them
+    st = Storage(shape, dt, buffer, name, 0, data=data, track_writes=run.accounting)
     st.data  # noqa: B018  (made now, under the lock: the programs of an LNC launch share it from two threads)
     run.shared.append(st)
     return run.tensor_class.whole(st)
@@ -273,7 +276,7 @@ def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
             value.psum_mark(True)
         # a result the previous instruction just produced is written into the tile by that instruction
         # itself (the compiler folds the copy): it does not stay live for the assignment
-        src = [] if run.memory.produced_last(value.storage) else [value]
+        src = [] if not run.accounting or run.memory.produced_last(value.storage) else [value]
     else:
         vals = np.asarray(value)
         vals = vals.astype(np.float32) if vals.dtype == np.float64 else vals

@@ -54,9 +54,12 @@ def _chunks(t: NkiTensor) -> int:
 def record_dma(src: NkiTensor, dst: NkiTensor, hw_transpose: bool = False) -> None:
     """Charge a transfer. A hardware DMA transpose (NC-v3+) reads and writes whole rows, so only the
     destination's runs count; without it a transposing copy moves one element per descriptor."""
+    run = context.current()
+    if not run.accounting:
+        return
     nbytes = dst.size * dtypes.itemsize(dst.dtype)
     runs = _chunks(dst) if hw_transpose else max(_chunks(src), _chunks(dst))
-    context.current().issue_dma(nbytes, runs, src, dst)
+    run.issue_dma(nbytes, runs, src, dst)
 
 
 def _check_indirect(view: NkiTensor, mask: np.ndarray | None) -> None:

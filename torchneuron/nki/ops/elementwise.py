@@ -58,6 +58,8 @@ def strided_penalty(*operands: Any) -> float:
 
 def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine: str = "vector") -> None:
     run = context.current()
+    if not run.accounting:
+        return
     tensors = [t for t in inputs if isinstance(t, NkiTensor)]
     n = dst.free_size
     for t in tensors:
