@@ -18,6 +18,7 @@ skips could only differ if the instructions depended on more than the signature:
 from __future__ import annotations
 
 import enum
+import sys
 import weakref
 from collections.abc import Callable
 from types import BuiltinFunctionType, FunctionType
@@ -44,18 +45,22 @@ _VALUE_KINDS = (np.dtype, np.generic, enum.Enum)
 
 def _part(value: Any) -> Any:
     kind = type(value)
+    if kind in _PLAIN:
+        return kind, value  # the type too: 1, 1.0 and True are one dict key
     if kind is tuple or kind is list:
         return kind, tuple(_part(v) for v in value)
     if kind is dict:
         return kind, tuple(sorted((k, _part(v)) for k, v in value.items()))
     if isinstance(value, np.ndarray):
         return "array", value.shape, value.dtype.str, value.strides
-    if hasattr(value, "untyped_storage") and hasattr(value, "stride"):  # a torch tensor (torch only if loaded)
-        return "tensor", tuple(value.shape), value.dtype, value.stride(), value.storage_offset(), str(value.device)
-    if kind.__module__ == "torch" and kind.__name__ == "dtype":
+    if isinstance(value, _VALUE_KINDS):
         return kind, value
-    if kind in _PLAIN or isinstance(value, _VALUE_KINDS):
-        return kind, value  # the type too: 1, 1.0 and True are one dict key
+    torch = sys.modules.get("torch")  # device launches only: torch is loaded
+    if torch is not None:
+        if isinstance(value, torch.Tensor):
+            return "tensor", value.shape, value.dtype, value.stride(), value.storage_offset(), value.device
+        if kind is torch.dtype:
+            return kind, value
     raise _Unseen
 
 

@@ -29,7 +29,7 @@ class KernelRun:
     """One kernel instance (one program of the SPMD grid) being simulated."""
 
     target: Target
-    cost: CostModel
+    cost: CostModel | None  # None when not `accounting`
     grid: tuple[int, ...] = ()
     program_ids: tuple[int, ...] = ()
     api: str = "legacy"  # which front end launched it: "legacy" | "current"

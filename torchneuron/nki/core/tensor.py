@@ -233,7 +233,15 @@ class NkiTensor:
         st._compute = None
         if self.index is None:
             if mask is None:
-                self.view_of(st._data if st._data is not None else st.data)[...] = values
+                data = st._data
+                if data is None:
+                    # a tile's first instruction usually writes all of it: then nothing can read the NaN / 4
+                    # sentinel, and filling the new storage with it first is wasted
+                    if self.offset == 0 and self.shape == st.shape and self.strides == row_major_strides(st.shape):
+                        data = st._data = np.empty(self.size, dtype=dtypes.storage_dtype(st.dtype))
+                    else:
+                        data = st.data
+                self.view_of(data)[...] = values
                 if st.written is not None:
                     self.view_of(st.written)[...] = True
                 if st.psum_fresh is not None:
