@@ -235,12 +235,10 @@ class TorchIO:
             return None
         import torch
 
-        size = 1
-        for s in shape:
-            size *= int(s)
-        t = torch.empty(size, dtype=torch_dtype(dt), device=self.device)
+        # allocated in the output's own shape: returning it whole then needs no view op
+        t = torch.empty(shape, dtype=torch_dtype(dt), device=self.device)
         host = self._host(t)
-        flat = _numpy_view(host)
+        flat = _numpy_view(host).reshape(-1)
         self._owners[host.data_ptr()] = (t, flat.nbytes)
         return flat
 
