@@ -54,12 +54,26 @@ def _device_impl(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _check_devices(name: str, names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     # the op's schema has already matched the arguments to fn's parameters (`names`): only their devices
-    # are checked here
-    items = [(names[i] if i < len(names) else f"#{i}", v) for i, v in enumerate(args)]
-    for pname, value in (*items, *kwargs.items()):
-        values = value if isinstance(value, (list, tuple)) else [value]
-        for v in values:
-            if isinstance(v, torch.Tensor) and v.device.type != "neuron":
-                raise RuntimeError(
-                    f"{name}: argument {pname!r} {tuple(v.shape)} {v.dtype} is on {v.device}, but this NKI op's "
-                    f"kernels run on the neuron device. Move it there first: {pname}.to('neuron').")
+    # are checked here (every op call: no lists are built unless an argument is one)
+    for i, value in enumerate(args):
+        if not _on_neuron(value):
+            _refuse(name, names[i] if i < len(names) else f"#{i}", value)
+    for pname, value in kwargs.items():
+        if not _on_neuron(value):
+            _refuse(name, pname, value)
+
+
+def _on_neuron(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return value.device.type == "neuron"
+    if isinstance(value, (list, tuple)):
+        return all(not isinstance(v, torch.Tensor) or v.device.type == "neuron" for v in value)
+    return True
+
+
+def _refuse(name: str, pname: str, value: Any) -> None:
+    values = value if isinstance(value, (list, tuple)) else [value]
+    v = next(v for v in values if isinstance(v, torch.Tensor) and v.device.type != "neuron")
+    raise RuntimeError(
+        f"{name}: argument {pname!r} {tuple(v.shape)} {v.dtype} is on {v.device}, but this NKI op's "
+        f"kernels run on the neuron device. Move it there first: {pname}.to('neuron').")
