@@ -68,7 +68,7 @@ bool worthSplitting(const BlockPool& pool, size_t remaining) {
 } // namespace
 
 Block* DeviceCache::malloc(int stream, size_t nbytes) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   if (!pending_.empty()) {
     processEvents();
   }
@@ -129,7 +129,7 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
 }
 
 bool DeviceCache::freeIfLive(void* ptr) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   auto it = live_.find(ptr);
   if (it == live_.end()) return false;
   Block* block = it->second;
@@ -139,7 +139,7 @@ bool DeviceCache::freeIfLive(void* ptr) {
 }
 
 bool DeviceCache::recordStreamIfLive(void* ptr, int stream) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   auto it = live_.find(ptr);
   if (it == live_.end()) return false;
   Block* block = it->second;
@@ -382,18 +382,18 @@ void DeviceCache::releaseCachedBlocks() {
 }
 
 void DeviceCache::emptyCache() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   releaseCachedBlocks();
 }
 
 void DeviceCache::setMemoryFraction(double fraction) {
   TORCH_CHECK(fraction > 0.0 && fraction <= 1.0, "neuron: memory fraction must be in (0, 1], got ", fraction);
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   memory_fraction_ = fraction;
 }
 
 size_t DeviceCache::reservedBytes() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   return static_cast<size_t>(stats_.reserved_bytes[0].current);
 }
 
@@ -420,7 +420,7 @@ void DeviceCache::raiseOutOfMemory(size_t requested, size_t alloc_size) {
 }
 
 c10::CachingDeviceAllocator::DeviceStats DeviceCache::stats() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   return stats_;
 }
 
@@ -435,7 +435,7 @@ void forEachStatArray(c10::CachingDeviceAllocator::DeviceStats& stats, Fn fn) {
 } // namespace
 
 void DeviceCache::resetAccumulatedStats() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   forEachStatArray(stats_, [](c10::CachingAllocator::Stat& s) { s.reset_accumulated(); });
   stats_.num_alloc_retries = 0;
   stats_.num_ooms = 0;
@@ -445,7 +445,7 @@ void DeviceCache::resetAccumulatedStats() {
 }
 
 void DeviceCache::resetPeakStats() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<SpinLock> lock(mutex_);
   forEachStatArray(stats_, [](c10::CachingAllocator::Stat& s) { s.reset_peak(); });
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// One device's cache: the pools, the live blocks and the statistics, under one mutex.
+// One device's cache: the pools, the live blocks and the statistics, under one lock.
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/util/flat_hash_map.h>
 
@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "allocator/SpinLock.h"
 #include "runtime/Queue.h"
 
 namespace torchneuron {
@@ -100,7 +101,7 @@ class DeviceCache {
   [[noreturn]] void raiseOutOfMemory(size_t requested, size_t alloc_size);
 
   const int device_;
-  std::mutex mutex_;
+  SpinLock mutex_;
   BlockPool small_{true};
   BlockPool large_{false};
   c10::CachingDeviceAllocator::DeviceStats stats_;
@@ -111,7 +112,7 @@ class DeviceCache {
     uint64_t seq;
   };
   std::vector<PendingFree> pending_;
-  // Live allocations by pointer, under the same mutex as the pools: allocation and free take one lock each.
+  // Live allocations by pointer, under the same lock as the pools: allocation and free take one lock each.
   ska::flat_hash_map<void*, Block*> live_;
   std::vector<Block*> spare_;
   std::set<Block*, BlockOrder>::node_type spare_node_;

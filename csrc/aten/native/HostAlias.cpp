@@ -56,23 +56,6 @@ at::Tensor tensorOver(const c10::intrusive_ptr<c10::StorageImpl>& storage, const
   setGeometry(alias.unsafeGetTensorImpl(), t);
   return alias;
 }
-
-// The aliases recent host kernels on this thread used, by device storage. A small op then allocates no alias
-// objects: the storage is reused while it still describes the same bytes, the tensor while nobody else holds
-// it (its geometry is reset each time). Entries hold no device memory; a stale one is replaced.
-struct CachedAlias {
-  const c10::StorageImpl* device = nullptr;  // identifies the device storage (never dereferenced)
-  const void* data = nullptr;
-  size_t nbytes = 0;
-  c10::intrusive_ptr<c10::StorageImpl> storage;
-  at::Tensor tensor;
-};
-constexpr size_t kCachedAliases = 8;
-struct AliasCache {
-  CachedAlias entries[kCachedAliases];
-  size_t next = 0;
-};
-thread_local AliasCache t_aliases;
 } // namespace
 
 at::Tensor hostAlias(const at::Tensor& t) {
@@ -80,12 +63,11 @@ at::Tensor hostAlias(const at::Tensor& t) {
   return tensorOver(aliasStorage(t.storage()), t);
 }
 
-at::Tensor reusableHostAlias(const at::Tensor& t) {
+CachedAlias* lendHostAlias(AliasCache& cache, const at::Tensor& t, at::Tensor& owned) {
   const c10::Storage& storage = t.storage();
   const c10::StorageImpl* device = storage.unsafeGetStorageImpl();
   const void* data = storage.data();
   const size_t nbytes = storage.nbytes();
-  AliasCache& cache = t_aliases;
   CachedAlias* entry = nullptr;
   for (CachedAlias& e : cache.entries) {
     if (e.device == device && e.data == data && e.nbytes == nbytes) {
@@ -95,24 +77,36 @@ at::Tensor reusableHostAlias(const at::Tensor& t) {
   }
   if (C10_LIKELY(entry != nullptr && entry->storage->data() == data && entry->storage->nbytes() == nbytes)) {
     c10::TensorImpl* impl = entry->tensor.unsafeGetTensorImpl();
-    if (entry->tensor.use_count() == 1 && impl->storage().unsafeGetStorageImpl() == entry->storage.get()) {
+    if (!entry->lent && entry->tensor.use_count() == 1 &&
+        impl->storage().unsafeGetStorageImpl() == entry->storage.get()) {
       if (impl->dtype() != t.dtype()) impl->set_storage_and_dtype(c10::Storage(entry->storage), t.dtype());
       setGeometry(impl, t);
-      return entry->tensor;
+      entry->lent = true;
+      return entry;
     }
-    return tensorOver(entry->storage, t);  // the cached tensor is in use (or was re-pointed by a kernel)
+    owned = tensorOver(entry->storage, t);  // the cached tensor is in use (or was re-pointed by a kernel)
+    return nullptr;
   }
   TORCH_CHECK(runtime().hostAddressable(), "neuron: host views of device memory need the sim runtime");
-  if (entry == nullptr) {  // a miss: replace the oldest entry
-    entry = &cache.entries[cache.next];
-    cache.next = (cache.next + 1) % kCachedAliases;
+  if (entry == nullptr || entry->lent) {  // a miss: replace the oldest entry that is not lent
+    entry = nullptr;
+    for (size_t i = 0; i < kCachedAliases && entry == nullptr; ++i) {
+      CachedAlias& e = cache.entries[cache.next];
+      cache.next = (cache.next + 1) % kCachedAliases;
+      if (!e.lent) entry = &e;
+    }
+    if (entry == nullptr) {  // every entry is lent (a call with many arguments): an alias of its own
+      owned = hostAlias(t);
+      return nullptr;
+    }
   }
   entry->device = device;
   entry->data = data;
   entry->nbytes = nbytes;
   entry->storage = aliasStorage(storage);
   entry->tensor = tensorOver(entry->storage, t);
-  return entry->tensor;
+  entry->lent = true;
+  return entry;
 }
 
 at::Tensor adoptHostTensor(const at::Tensor& cpu, c10::DeviceIndex device) {

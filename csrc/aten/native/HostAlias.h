@@ -9,10 +9,31 @@ namespace torchneuron {
 // memory; if a kernel grows it, the new bytes come from device memory (see HostOutputAllocator).
 at::Tensor hostAlias(const at::Tensor& t);
 
-// hostAlias for the host-kernel path (HostCall): the same alias, taken from a per-thread cache of recent ones
-// when it still describes the same bytes, so a small op allocates no alias objects. The caller must not keep
-// the result beyond the kernel call (the next one reuses it).
-at::Tensor reusableHostAlias(const at::Tensor& t);
+// One entry of the per-thread cache of recent host aliases, by device storage. While `lent`, one host call
+// refers to `tensor` without holding a reference (each copy of a tensor is two atomic reference-count updates);
+// nested calls and further arguments over the same storage then get aliases of their own.
+struct CachedAlias {
+  const c10::StorageImpl* device = nullptr;  // identifies the device storage (never dereferenced)
+  const void* data = nullptr;
+  size_t nbytes = 0;
+  bool lent = false;
+  c10::intrusive_ptr<c10::StorageImpl> storage;
+  at::Tensor tensor;
+};
+
+// The aliases recent host kernels on a thread used (HostThreadState). A small op then allocates no alias
+// objects: the storage is reused while it still describes the same bytes, the tensor while nobody else holds it
+// (its geometry is reset each time). Entries hold no device memory; a stale one is replaced unless it is lent.
+constexpr size_t kCachedAliases = 8;
+struct AliasCache {
+  CachedAlias entries[kCachedAliases];
+  size_t next = 0;
+};
+
+// hostAlias for the host-kernel path (HostCall), from the calling thread's cache. Returns the entry, lent to
+// the caller until it clears `lent` (before the thread's next host call, which may reuse it), or nullptr with
+// `owned` set to an alias of the caller's own (the entry was in use).
+CachedAlias* lendHostAlias(AliasCache& cache, const at::Tensor& t, at::Tensor& owned);
 
 // A neuron tensor over the bytes of a CPU tensor, keeping that tensor alive (for results produced by an
 // external executor such as XLA:CPU). Not counted by the caching allocator.

@@ -42,7 +42,7 @@ c10::DeviceIndex DeviceCheck::finish() {
 
 // runtime() first: which memory model applies is known once the runtime exists (an op may be the first use).
 HostCall::HostCall(OpEntry& entry, c10::DeviceIndex device)
-    : entry_(entry), device_(device), staged_((runtime(), !deviceMemoryIsHostMemory())) {}
+    : entry_(entry), thread_(hostThreadState()), device_(device), staged_((runtime(), !deviceMemoryIsHostMemory())) {}
 
 at::Tensor HostCall::stage(const at::Tensor& t, bool written) {
   c10::StorageImpl* storage = t.storage().unsafeGetStorageImpl();
@@ -69,11 +69,25 @@ size_t HostCall::toHostIndex(const at::Tensor& t, bool written) {
       return i;
     }
   }
-  at::Tensor alias = staged_ ? stage(t, written) : reusableHostAlias(t);
+  at::Tensor owned;
+  CachedAlias* lent = nullptr;
+  if (staged_) {
+    owned = stage(t, written);
+  } else {
+    lent = lendHostAlias(thread_.aliases, t, owned);
+  }
+  const at::Tensor& alias = lent != nullptr ? lent->tensor : owned;
   c10::StorageImpl* storage = alias.storage().unsafeGetStorageImpl();
   c10::TensorImpl* impl = alias.unsafeGetTensorImpl();
-  pairs_.push_back({impl, storage, storage->data(), &t, written, std::move(alias)});
+  pairs_.push_back({impl, storage, storage->data(), &t, written, lent, std::move(owned)});
   return pairs_.size() - 1;
+}
+
+// Also on errors: a lent alias must be free for the thread's next call.
+HostCall::~HostCall() {
+  for (const auto& p : pairs_) {
+    if (p.lent != nullptr) p.lent->lent = false;
+  }
 }
 
 const at::Tensor* HostCall::originalOf(const at::Tensor& alias) const {
@@ -137,17 +151,17 @@ void HostCall::addContext(c10::Error& e) const {
                          staged_ ? " (on the CPU: the op has no NEFF on this runtime)" : " (host kernel on the simulator)"));
 }
 
-int HostCall::enterStream(c10::DeviceIndex device) {
-  prepareHostKernelThread();
-  const int stream = static_cast<int>(currentStream(device).id());  // looked up once: this is the per-op path
-  Queue& queue = queueRef(device, stream);
+int HostCall::enterStream() {
+  prepareHostKernelThread(thread_);
+  const int stream = static_cast<int>(currentStream(device_).id());  // looked up once: this is the per-op path
+  Queue& queue = queueRef(device_, stream);
   if (!queue.idle()) queue.drain();  // stream order: earlier async work on this stream finishes first
   return stream;
 }
 
 HostCall::Scope::Scope(HostCall& call)
-    : call_(call), stream_(enterStream(call.device_)), activity_(call.entry_.name, call.device_, stream_) {
-  if (!call.staged_) capture_.emplace(call.device_, stream_);
+    : call_(call), stream_(call.enterStream()), activity_(call.entry_.name, call.device_, stream_) {
+  if (!call.staged_) capture_.emplace(call.thread_, call.device_, stream_);
 }
 
 void HostCall::Scope::done() {

@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "aten/native/HostAlias.h"
 #include "aten/native/HostOutputAllocator.h"
+#include "aten/native/HostThreads.h"
 #include "aten/native/OpRegistry.h"
 #include "profiler/DeviceActivity.h"
 
@@ -38,14 +40,20 @@ class DeviceCheck {
 class HostCall {
  public:
   HostCall(OpEntry& entry, c10::DeviceIndex device);
+  ~HostCall();
+  HostCall(const HostCall&) = delete;
+  HostCall& operator=(const HostCall&) = delete;
 
   // The host alias (nrt: host copy) of a neuron tensor (one per distinct tensor, so x.add_(x) keeps its
   // aliasing; on nrt one host copy per storage, so views of one storage stay views of one buffer).
-  at::Tensor toHost(const at::Tensor& t, bool written) { return pairs_[toHostIndex(t, written)].alias; }
+  at::Tensor toHost(const at::Tensor& t, bool written) { return aliasAt(toHostIndex(t, written)); }
   // toHost without copying the alias: its index, for aliasAt() once every argument has one (the unboxed path,
   // which passes the kernel references; an index stays valid when later arguments grow the pair list).
   size_t toHostIndex(const at::Tensor& t, bool written);
-  at::Tensor& aliasAt(size_t index) { return pairs_[index].alias; }
+  at::Tensor& aliasAt(size_t index) {
+    Pair& p = pairs_[index];
+    return p.lent != nullptr ? p.lent->tensor : p.owned;
+  }
   // One element of an index list (Tensor?[]) as the host kernel takes it: indices may stay on the host, as on
   // CUDA; neuron ones become host aliases; undefined tensors (Python indexing passes them, not None, for the
   // sliced dims of x[:, i]) become None.
@@ -79,6 +87,7 @@ class HostCall {
   }
 
   c10::DeviceIndex device() const { return device_; }
+  HostThreadState& thread() { return thread_; }
 
  private:
   struct Pair {
@@ -87,7 +96,8 @@ class HostCall {
     const void* alias_data;  // the bytes the alias pointed at before the kernel ran
     const at::Tensor* original;
     bool written;
-    at::Tensor alias;
+    CachedAlias* lent;  // the alias cache's tensor, lent for the call; else `owned` is the alias
+    at::Tensor owned;
   };
   // nrt: one host copy per neuron storage the call touches.
   struct Staged {
@@ -108,7 +118,7 @@ class HostCall {
     std::optional<CaptureOutputsOnDevice> capture_;  // the simulator only
     profiler::OpActivity activity_;  // the op's device event while a profiler records (else inert)
   };
-  static int enterStream(c10::DeviceIndex device);  // drains earlier async work; returns the stream index
+  int enterStream();  // drains earlier async work; returns the stream index
   template <class Fn>
   auto guarded(Fn& kernel) -> decltype(kernel()) {
     try {
@@ -125,6 +135,7 @@ class HostCall {
   void writeBackStaged();
 
   OpEntry& entry_;
+  HostThreadState& thread_;  // looked up once per call
   c10::DeviceIndex device_;
   const bool staged_;  // nrt: host copies instead of aliases
   c10::SmallVector<Pair, 8> pairs_;

@@ -98,19 +98,11 @@ struct Host<const std::optional<at::Tensor>&> {
 
 // An index list (Tensor?[]), element by element as the boxed fallback converts it (HostCall::appendIndex).
 // The list is read through an IValue so that its elements are referred to, never copied, and the
-// host list is the thread's scratch list, emptied after the call (a new c10::List per x[idx] was a third of
-// the op's overhead); a nested call while it is in use gets a list of its own.
+// host list is the thread's scratch list (HostThreadState), emptied after the call (a new c10::List per x[idx]
+// was a third of the op's overhead); a nested call while it is in use gets a list of its own.
 template <>
 struct Host<const c10::List<std::optional<at::Tensor>>&> {
   using List = c10::List<std::optional<at::Tensor>>;
-  struct Scratch {
-    List list;
-    bool busy = false;
-  };
-  static Scratch& scratch() {
-    thread_local Scratch s;
-    return s;
-  }
 
   // The list's elements, read in place. Boxing the list into an IValue (what toListRef needs) copies its
   // reference-counted pointer, two atomic updates, and x[idx] read it three times. A c10::List is standard
@@ -124,7 +116,7 @@ struct Host<const c10::List<std::optional<at::Tensor>>&> {
   const List* original;
   List* host = nullptr;  // the list the kernel gets instead of the original, when converted
   std::unique_ptr<List> owned;
-  bool uses_scratch = false;
+  HostThreadState* scratch = nullptr;  // set while `host` is the thread's scratch list
 
   Host(HostCall& call, const List& list, bool written) : original(&list) {
     bool convert = false;
@@ -132,11 +124,13 @@ struct Host<const c10::List<std::optional<at::Tensor>>&> {
       if (e.isTensor() && (!e.toTensor().defined() || isNeuron(e.toTensor()))) convert = true;
     }
     if (!convert) return;
-    Scratch& s = scratch();
-    if (!s.busy) {
-      if (s.list.use_count() != 1) s.list = List();  // someone kept the last one: never reuse it
-      s.busy = uses_scratch = true;
-      host = &s.list;
+    HostThreadState& thread = call.thread();
+    if (!thread.index_list_busy) {
+      // someone kept the last one: never reuse it
+      if (thread.index_list.use_count() != 1) thread.index_list = List();
+      thread.index_list_busy = true;
+      scratch = &thread;
+      host = &thread.index_list;
     } else {
       owned = std::make_unique<List>();
       host = owned.get();
@@ -145,17 +139,17 @@ struct Host<const c10::List<std::optional<at::Tensor>>&> {
     for (const c10::IValue& e : elements(list)) call.appendIndex(*host, e, written);
   }
   Host(Host&& other) noexcept
-      : original(other.original), host(other.host), owned(std::move(other.owned)), uses_scratch(other.uses_scratch) {
+      : original(other.original), host(other.host), owned(std::move(other.owned)), scratch(other.scratch) {
     other.host = nullptr;
-    other.uses_scratch = false;
+    other.scratch = nullptr;
   }
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
   Host& operator=(Host&&) = delete;
   ~Host() {
-    if (uses_scratch) {
+    if (scratch != nullptr) {
       host->clear();  // the aliases must not stay referenced: the alias cache reuses only unshared ones
-      scratch().busy = false;
+      scratch->index_list_busy = false;
     }
   }
   const List& get() const { return host != nullptr ? *host : *original; }

@@ -5,16 +5,11 @@
 #include <atomic>
 
 #include "allocator/CachingAllocator.h"
+#include "aten/native/HostThreads.h"
 
 namespace torchneuron {
 
 namespace {
-// One thread_local for both: each thread_local a shared library touches costs a __tls_get_addr call.
-struct Capture {
-  int device = -1;  // < 0: not capturing
-  int stream = 0;
-};
-thread_local Capture t_capture;
 c10::DeleterFnPtr g_cpu_raw_deleter = nullptr;
 std::atomic<c10::Allocator*> g_registered{nullptr};
 
@@ -29,12 +24,12 @@ class HostOrDeviceAllocator final : public c10::Allocator {
   explicit HostOrDeviceAllocator(c10::Allocator* cpu) : cpu_(cpu) {}
 
   c10::DataPtr allocate(size_t nbytes) override {
-    const Capture capture = t_capture;
-    if (capture.device < 0) {
+    const HostThreadState* thread = hostThreadStateIfAny();
+    if (thread == nullptr || thread->capture_device < 0) {
       return cpu_->allocate(nbytes);
     }
-    c10::DataPtr ptr = cachingAllocator().allocateOn(static_cast<c10::DeviceIndex>(capture.device), capture.stream,
-                                                     nbytes);
+    c10::DataPtr ptr = cachingAllocator().allocateOn(static_cast<c10::DeviceIndex>(thread->capture_device),
+                                                     thread->capture_stream, nbytes);
     ptr.unsafe_set_device(c10::Device(c10::DeviceType::CPU));  // the host kernel must see CPU memory
     return ptr;
   }
@@ -65,16 +60,19 @@ HostOrDeviceAllocator* installed() {
 } // namespace
 
 CaptureOutputsOnDevice::CaptureOutputsOnDevice(c10::DeviceIndex device, int stream_index)
-    : prev_device_(-1), prev_stream_(0) {
+    : CaptureOutputsOnDevice(hostThreadState(), device, stream_index) {}
+
+CaptureOutputsOnDevice::CaptureOutputsOnDevice(HostThreadState& thread, c10::DeviceIndex device, int stream_index)
+    : thread_(thread), prev_device_(thread.capture_device), prev_stream_(thread.capture_stream) {
   (void)installed();
-  Capture& capture = t_capture;
-  prev_device_ = capture.device;
-  prev_stream_ = capture.stream;
-  capture.device = device;
-  capture.stream = stream_index;
+  thread.capture_device = device;
+  thread.capture_stream = stream_index;
 }
 
-CaptureOutputsOnDevice::~CaptureOutputsOnDevice() { t_capture = Capture{prev_device_, prev_stream_}; }
+CaptureOutputsOnDevice::~CaptureOutputsOnDevice() {
+  thread_.capture_device = prev_device_;
+  thread_.capture_stream = prev_stream_;
+}
 
 c10::Allocator* hostOutputAllocator() { return installed(); }
 

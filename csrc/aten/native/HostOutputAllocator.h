@@ -8,14 +8,19 @@
 
 namespace torchneuron {
 
+struct HostThreadState;
+
 class CaptureOutputsOnDevice {
  public:
   CaptureOutputsOnDevice(c10::DeviceIndex device, int stream_index);
+  // For the calling thread's state, when the caller already has it (HostCall).
+  CaptureOutputsOnDevice(HostThreadState& thread, c10::DeviceIndex device, int stream_index);
   ~CaptureOutputsOnDevice();
   CaptureOutputsOnDevice(const CaptureOutputsOnDevice&) = delete;
   CaptureOutputsOnDevice& operator=(const CaptureOutputsOnDevice&) = delete;
 
  private:
+  HostThreadState& thread_;
   int prev_device_;
   int prev_stream_;
 };

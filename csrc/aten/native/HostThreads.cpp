@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
 
 namespace torchneuron {
@@ -49,13 +50,25 @@ void limitThisThread(int n) {
 }
 } // namespace
 
-void prepareHostKernelThread() {
-  thread_local bool prepared = false;
-  if (prepared) return;
-  prepared = true;
+namespace detail {
+__thread HostThreadState* t_host_state = nullptr;
+
+HostThreadState& makeHostThreadState() {
+  struct Owner {
+    std::unique_ptr<HostThreadState> state = std::make_unique<HostThreadState>();
+    ~Owner() { t_host_state = nullptr; }
+  };
+  thread_local Owner owner;  // frees the state at thread exit
+  t_host_state = owner.state.get();
+  return *t_host_state;
+}
+
+void prepareHostKernelThreadOnce(HostThreadState& state) {
+  state.prepared = true;
   if (!isAutogradDeviceThread()) return;
   if (int n = g_autograd_threads.load(std::memory_order_relaxed); n > 0) limitThisThread(n);
 }
+} // namespace detail
 
 void setAutogradThreadIntraOpThreads(int n) {
   TORCH_CHECK(n >= 0, "neuron: the intra-op thread count of autograd's device threads must be >= 0, got ", n);
