@@ -27,7 +27,7 @@ void DeviceCheck::see(const at::Tensor& t, const std::string& arg, bool host_all
   } else if (!host_allowed && t.dim() > 0) {
     host_arg_ = &arg;
     host_device_ = t.device();
-    host_sizes_ = t.sizes().vec();
+    host_sizes_.assign(t.sizes().begin(), t.sizes().end());
   }
 }
 

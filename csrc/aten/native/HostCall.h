@@ -34,7 +34,7 @@ class DeviceCheck {
   const std::string* first_arg_ = nullptr;
   const std::string* host_arg_ = nullptr;
   c10::Device host_device_{c10::DeviceType::CPU};
-  std::vector<int64_t> host_sizes_;
+  c10::SmallVector<int64_t, 6> host_sizes_;  // inline: a std::vector cost an out-of-line destructor per op
 };
 
 class HostCall {

@@ -258,7 +258,7 @@ struct HostKernel<Op, R(Args...)> {
       return c10::impl::BoxedKernelWrapper<R(Args...)>::call(boxed, handle(), keys, std::forward<Args>(args)...);
     }
     entry->count.fetch_add(1, std::memory_order_relaxed);
-    const auto& schema = handle().schema();
+    static const c10::FunctionSchema& schema = handle().schema();  // argument names, for error messages
     DeviceCheck check(entry->name);
     (Host<Args>::see(check, args, schema.arguments()[I].name()), ...);
     HostCall call(*entry, check.finish());
