@@ -16,6 +16,7 @@
 #include "device/Streams.h"
 #include "python/ProfilerBindings.h"
 #include "python/DistributedBindings.h"
+#include "python/DlpackExport.h"
 #include "python/NrtBindings.h"
 #include "python/PythonHooks.h"
 #include "runtime/Runtime.h"
@@ -214,4 +215,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     return adoptHostTensor(cpu, static_cast<c10::DeviceIndex>(index));
   });
   python::initDistributedBindings(m);
+  bindDlpack(m);
 }

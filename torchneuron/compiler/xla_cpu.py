@@ -13,7 +13,8 @@ from importlib import metadata
 
 import torch
 from torch.utils.dlpack import from_dlpack as _torch_from_dlpack
-from torch.utils.dlpack import to_dlpack as _torch_to_dlpack
+
+from .. import _C
 
 NAME = "xla-cpu"
 
@@ -79,7 +80,7 @@ class XlaCpuExecutable:
 
     def buffer(self, t: torch.Tensor):
         """An XLA buffer aliasing ``t`` (``t`` must stay alive while the buffer is used)."""
-        return self._to_buffer(_torch_to_dlpack(t), self._device, None)
+        return self._to_buffer(_C._to_dlpack_unshared(t), self._device, None)
 
     def run_buffers(self, buffers: Sequence) -> list[torch.Tensor]:
         """Execute on XLA buffers; results are CPU tensors that own XLA's output buffers."""
@@ -94,7 +95,7 @@ class XlaCpuExecutable:
 
     def run(self, host_tensors: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         to_buffer, device = self._to_buffer, self._device
-        return self.run_buffers([to_buffer(_torch_to_dlpack(t), device, None) for t in host_tensors])
+        return self.run_buffers([to_buffer(_C._to_dlpack_unshared(t), device, None) for t in host_tensors])
 
     def __repr__(self) -> str:
         return f"XlaCpuExecutable({len(self.hlo_text())} chars of HLO)"

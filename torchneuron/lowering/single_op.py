@@ -26,8 +26,8 @@ from collections import OrderedDict
 from typing import Any
 
 import torch
-from torch.utils.dlpack import to_dlpack as _to_dlpack
 
+from .. import _C
 from . import host_bridge as dev
 from .errors import LoweringError, Unsupported, UnsupportedKind
 from .passes import OutputLayout
@@ -356,16 +356,16 @@ class OpProgram:
                 if buf is None:
                     h = view(v)
                     if h.is_contiguous():
-                        buf = import_buffer(_to_dlpack(h), xla_device, None)  # the buffer keeps h alive
+                        buf = import_buffer(_C._to_dlpack_unshared(h), xla_device, None)  # the buffer keeps h alive
                         _remember_buffer(v, buf)
                     else:
-                        buf = import_buffer(_to_dlpack(h.contiguous()), xla_device, None)
+                        buf = import_buffer(_C._to_dlpack_unshared(h.contiguous()), xla_device, None)
                 buffers.append(buf)
                 continue
             # CPU tensors (and CPU wrapped numbers riding along with device tensors)
-            buffers.append(import_buffer(_to_dlpack(v.contiguous()), xla_device, None))
+            buffers.append(import_buffer(_C._to_dlpack_unshared(v.contiguous()), xla_device, None))
         for c in self.constants:
-            buffers.append(import_buffer(_to_dlpack(c), xla_device, None))
+            buffers.append(import_buffer(_C._to_dlpack_unshared(c), xla_device, None))
         outs, arrays = exe.run_buffers_keep(buffers)
         for i, dt in self._cast_slots:
             outs[i] = outs[i].to(dt)

@@ -59,11 +59,13 @@ def _xla_cpu(stablehlo: str):
 
 
 def _host_tensor(address: int, t) -> torch.Tensor:
-    dtype = torch_dtype(t.element)
-    if t.nbytes == 0:
-        return torch.empty(t.shape, dtype=dtype)
-    raw = torch.frombuffer((ctypes.c_char * t.nbytes).from_address(address), dtype=torch.uint8)
-    return raw.view(dtype).view(t.shape)
+    """A copy of an input in memory torch owns. XLA:CPU drops its reference to an input on its own thread,
+    possibly after this call returned; a tensor over a Python buffer (torch.frombuffer) would then take the GIL
+    there, and abort the process if the interpreter is exiting by then."""
+    out = torch.empty(t.shape, dtype=torch_dtype(t.element))
+    if t.nbytes:
+        ctypes.memmove(out.data_ptr(), address, t.nbytes)
+    return out
 
 
 def _execute(model: int, n_in: int, inputs, n_out: int, outputs, err: int, errlen: int) -> int:
