@@ -2,9 +2,8 @@
 // The device cache's lock. A small op allocates its result and frees the previous one, each under this lock;
 // with std::mutex that was two out-of-line pthread calls (and owner bookkeeping) per acquisition, about a
 // tenth of the op's overhead over the CPU, where glibc serves small sizes from a per-thread cache without a
-// lock. The lock is rarely
-// contended (autograd and queue threads allocating at once) and held briefly, except when an out-of-memory
-// retry or empty_cache waits for a stream: a waiter spins a little, then yields, then sleeps.
+// lock. The lock is rarely contended (autograd and queue threads allocating at once) and held briefly, except
+// when an out-of-memory retry or empty_cache waits for a stream: a waiter spins a little, yields, then sleeps.
 #include <atomic>
 #include <chrono>
 #include <thread>
