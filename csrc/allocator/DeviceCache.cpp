@@ -75,11 +75,7 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
   size_t size = roundSize(nbytes);
   BlockPool& pool = size <= kSmallSize ? small_ : large_;
   Block* block = nullptr;
-  auto it = pool.blocks.end();
-  {
-    Block key(device_, stream, size, &pool, nullptr);
-    it = pool.blocks.lower_bound(&key);
-  }
+  auto it = pool.blocks.lower_bound(orderKey(stream, size, nullptr));
   if (it != pool.blocks.end() && (*it)->stream == stream) {
     // Split in place when it can (the free block stays in the tree as the rest; `block` is then exactly `size`).
     if (!worthSplitting(pool, (*it)->size - size) || (block = splitInPlace(pool, it, size)) == nullptr) {
@@ -277,9 +273,7 @@ void DeviceCache::freeBlock(Block* block) {
     return;
   }
   for (Block* neighbour : {block->prev, block->next}) {
-    if (neighbour && !neighbour->allocated && neighbour->event_count == 0) {
-      mergeInto(block, neighbour);
-    }
+    if (mergeable(neighbour)) mergeInto(block, neighbour);
   }
   insertFree(pool, block);
   if (block->isSplit()) {

@@ -18,8 +18,14 @@ namespace torchneuron {
 struct BlockPool;
 struct Block;
 
+using OrderKey = std::tuple<int, size_t, uintptr_t>;
+
+// Transparent: malloc looks a size up by its key, without building a Block.
 struct BlockOrder {
+  using is_transparent = void;
   bool operator()(const Block* a, const Block* b) const;
+  bool operator()(const Block* a, const OrderKey& b) const;
+  bool operator()(const OrderKey& a, const Block* b) const;
 };
 
 struct Block {
@@ -43,11 +49,13 @@ struct Block {
 };
 
 // A free block's place in its pool: by stream, then size (best fit), then address.
-inline std::tuple<int, size_t, uintptr_t> orderKey(int stream, size_t size, const void* ptr) {
+inline OrderKey orderKey(int stream, size_t size, const void* ptr) {
   return {stream, size, reinterpret_cast<uintptr_t>(ptr)};
 }
-inline std::tuple<int, size_t, uintptr_t> orderKey(const Block* b) { return orderKey(b->stream, b->size, b->ptr); }
+inline OrderKey orderKey(const Block* b) { return orderKey(b->stream, b->size, b->ptr); }
 inline bool BlockOrder::operator()(const Block* a, const Block* b) const { return orderKey(a) < orderKey(b); }
+inline bool BlockOrder::operator()(const Block* a, const OrderKey& b) const { return orderKey(a) < b; }
+inline bool BlockOrder::operator()(const OrderKey& a, const Block* b) const { return a < orderKey(b); }
 
 struct BlockPool {
   explicit BlockPool(bool small) : is_small(small) {}

@@ -69,9 +69,12 @@ def key(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
     """What decides the launch's instructions, or None when something in it cannot be described."""
     try:
         closure = tuple(_part(c.cell_contents) for c in func.__closure__ or ())
-        return (api, target, tuple((d.size, d.cores, d.cores_major) for d in grid), _part(args),
-                _part(dict(kwargs)), _part(func.__defaults__), closure)
-    except (_Unseen, ValueError, TypeError):  # ValueError: an empty closure cell; TypeError: unorderable kwargs
+        signature = (api, target, tuple((d.size, d.cores, d.cores_major) for d in grid), _part(args),
+                     _part(dict(kwargs)), _part(func.__defaults__), closure)
+        hash(signature)
+        return signature
+    # ValueError: an empty closure cell; TypeError: unorderable kwargs, or an unhashable value (a slice in 3.11)
+    except (_Unseen, ValueError, TypeError):
         return None
 
 
@@ -81,7 +84,7 @@ def checked_report(func: Callable[..., Any], signature: tuple[Any, ...] | None) 
         return None
     try:
         return _checked.get(func, {}).get(signature)
-    except TypeError:  # an unhashable value inside the key (e.g. a list in a function's defaults)
+    except TypeError:  # a callable without weak references: always checked
         return None
 
 
@@ -91,7 +94,7 @@ def remember(func: Callable[..., Any], signature: tuple[Any, ...] | None, report
     try:
         known = _checked.setdefault(func, {})
         known[signature] = report
-    except TypeError:  # unhashable key, or a callable without weak references: always checked
+    except TypeError:  # a callable without weak references: always checked
         return
     if len(known) > _PER_KERNEL:
         del known[next(iter(known))]

@@ -326,8 +326,7 @@ def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     _check_outputs(func, _outputs(results), api)
     _write_back(inputs)
     if checked is not None:
-        report = cost.CostReport.__new__(cost.CostReport)  # the caller's own, as a checked launch's is
-        report.__dict__.update(checked.__dict__)  # (copy.copy's generic path cost 1 % of a training step)
+        report = checked.copy()  # the caller's own, as a checked launch's is
     else:
         report = cost.report(models, target, max(r.memory.peak["sbuf"] for r, _ in finished),
                              max(r.memory.peak["psum"] for r, _ in finished))

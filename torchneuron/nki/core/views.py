@@ -249,7 +249,9 @@ def access_pattern(t: NkiTensor, pattern: Any, offset: int | None, scalar_offset
     if scalar_offset is not None:
         if isinstance(scalar_offset, NkiTensor):
             data_dependence.mark()
-        value = int(scalar_offset.read().reshape(-1)[0]) if isinstance(scalar_offset, NkiTensor) else int(scalar_offset)
+            value = int(scalar_offset.read().reshape(-1)[0])
+        else:
+            value = int(scalar_offset)
         base += value * math.prod(st.shape[indirect_dim + 1:])
     shape = tuple(n for _, n in pairs)
     strides = tuple(s for s, _ in pairs)

@@ -116,20 +116,22 @@ def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats", mask: np.nd
         raise fail(ERR_DIM_LIMIT, f"'{api}' takes at most 512 elements per partition, got {n}.",
                    "split the free dim into chunks of nl.tile_size.bn_stats_fmax and aggregate with bn_aggr.")
     x = read(data).reshape(data.partitions, -1).astype(np.float32)
-    cols = []
-    if mask is None:  # every element counts: the masked formulas below with all-ones weights, bit for bit
-        for h in (np.ascontiguousarray(x[:, 0::2]), np.ascontiguousarray(x[:, 1::2])):  # sums as np.where's copy
-            cnt = np.full((x.shape[0], 1), h.shape[1], np.float32)
-            mean = (h.sum(axis=1, keepdims=True) / np.maximum(cnt, 1)).astype(np.float32)
-            m2 = ((h - mean) ** 2).sum(axis=1, keepdims=True).astype(np.float32)
-            cols += [cnt, mean, m2]
+    if mask is None:  # every element counts, with weight 1: no weights at all (the same bits)
+        # contiguous halves: summed in the order np.where's copy of them would be
+        halves = [(np.ascontiguousarray(x[:, 0::2]), None), (np.ascontiguousarray(x[:, 1::2]), None)]
     else:
         keep = input_mask(api, mask, data.shape).reshape(x.shape).astype(np.float32)
-        for h, k in ((x[:, 0::2], keep[:, 0::2]), (x[:, 1::2], keep[:, 1::2])):
-            cnt = k.sum(axis=1, keepdims=True)
-            mean = (np.where(k > 0, h, 0).sum(axis=1, keepdims=True) / np.maximum(cnt, 1)).astype(np.float32)
-            m2 = (k * (h - mean) ** 2).sum(axis=1, keepdims=True).astype(np.float32)
-            cols += [cnt, mean, m2]
+        halves = [(x[:, 0::2], keep[:, 0::2]), (x[:, 1::2], keep[:, 1::2])]
+    cols = []
+    for h, k in halves:
+        if k is None:
+            cnt, total = np.full((x.shape[0], 1), h.shape[1], np.float32), h.sum(axis=1, keepdims=True)
+        else:
+            cnt, total = k.sum(axis=1, keepdims=True), np.where(k > 0, h, 0).sum(axis=1, keepdims=True)
+        mean = (total / np.maximum(cnt, 1)).astype(np.float32)
+        dev = (h - mean) ** 2
+        m2 = (dev if k is None else k * dev).sum(axis=1, keepdims=True).astype(np.float32)
+        cols += [cnt, mean, m2]
     write(dst, np.concatenate(cols, axis=1).reshape(dst.shape), None, api)
     run.issue("vector", max(cost.MIN_II, n), (data,), (dst,))
 
