@@ -19,6 +19,7 @@ constexpr size_t kSmallBuffer = 2 << 20;     // small-pool segments are 2 MiB
 constexpr size_t kLargeBuffer = 20 << 20;    // large requests under 10 MiB share 20 MiB segments
 constexpr size_t kMinLargeAlloc = 10 << 20;
 constexpr size_t kRoundLarge = 2 << 20;      // bigger requests get their own segment, rounded to 2 MiB
+constexpr size_t kMaxParkedSize = 64 << 10;  // parked blocks stay small: they keep their neighbours apart
 
 size_t roundSize(size_t n) {
   return n < kMinBlockSize ? kMinBlockSize : kMinBlockSize * ((n + kMinBlockSize - 1) / kMinBlockSize);
@@ -74,17 +75,15 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
   }
   size_t size = roundSize(nbytes);
   BlockPool& pool = size <= kSmallSize ? small_ : large_;
-  Block* block = nullptr;
-  auto it = pool.blocks.lower_bound(orderKey(stream, size, nullptr));
-  if (it != pool.blocks.end() && (*it)->stream == stream) {
-    // Split in place when it can (the free block stays in the tree as the rest; `block` is then exactly `size`).
-    if (!worthSplitting(pool, (*it)->size - size) || (block = splitInPlace(pool, it, size)) == nullptr) {
-      block = *it;
-      takeFreeBlock(pool, it);
-    }
-  } else {
+  Block* block = size <= kMaxParkedSize ? unpark(stream, size) : nullptr;  // an exact fit: nothing to split
+  if (block == nullptr) block = takeCached(pool, stream, size);
+  if (block == nullptr) {
     size_t alloc_size = segmentSize(size);
-    block = allocateSegment(pool, stream, alloc_size);
+    if (num_parked_ > 0 && pool.is_small) {
+      mergeParked();  // merged, the parked blocks may fit: no new segment while they could serve
+      block = takeCached(pool, stream, size);
+    }
+    if (block == nullptr) block = allocateSegment(pool, stream, alloc_size);
     if (block == nullptr) {
       // Device full: wait for pending frees, hand the cache back to the runtime, and try once more.
       stats_.num_alloc_retries += 1;
@@ -121,6 +120,19 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
   live_[block->ptr] = block;
   profiler::reportDeviceMemory(block->ptr, static_cast<int64_t>(block->size), stats_.allocated_bytes[0].current,
                                stats_.reserved_bytes[0].current, device_);
+  return block;
+}
+
+// The best-fitting free block of the pool on `stream` (at least `size` bytes), out of the tree, or nullptr.
+Block* DeviceCache::takeCached(BlockPool& pool, int stream, size_t size) {
+  auto it = pool.blocks.lower_bound(orderKey(stream, size, nullptr));
+  if (it == pool.blocks.end() || (*it)->stream != stream) return nullptr;
+  // Split in place when it can (the free block stays in the tree as the rest; the block is then exactly `size`).
+  Block* block = nullptr;
+  if (!worthSplitting(pool, (*it)->size - size) || (block = splitInPlace(pool, it, size)) == nullptr) {
+    block = *it;
+    takeFreeBlock(pool, it);
+  }
   return block;
 }
 
@@ -210,6 +222,7 @@ Block* DeviceCache::newBlock(int stream, size_t size, BlockPool* pool, void* ptr
   block->pool = pool;
   block->ptr = ptr;
   block->allocated = false;
+  block->parked = false;
   block->prev = nullptr;
   block->next = nullptr;
   block->event_count = 0;
@@ -259,14 +272,62 @@ void DeviceCache::free(Block* block) {  // under mutex_
     block->stream_uses.clear();
     return;
   }
+  if (pool.is_small && block->size <= kMaxParkedSize) {
+    park(block);
+    return;
+  }
   freeBlock(block);
+}
+
+// Same statistics as freeBlock would give the block if neither neighbour were free.
+void DeviceCache::park(Block* block) {
+  BlockPool& pool = *block->pool;
+  update(stats_.active, pool, -1);
+  update(stats_.active_bytes, pool, -static_cast<int64_t>(block->size));
+  if (block->isSplit()) {
+    update(stats_.inactive_split, pool, 1);
+    update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(block->size));
+  }
+  block->parked = true;  // first: the oldest, merged below, may be its neighbour
+  if (num_parked_ == kParked) coalesce(takeParked(0));  // the oldest joins its pool
+  parked_[num_parked_++] = block;
+}
+
+// Out of parked_, no longer counted as an inactive split (as takeFreeBlock leaves a block it takes).
+Block* DeviceCache::takeParked(size_t i) {
+  Block* block = parked_[i];
+  std::copy(parked_ + i + 1, parked_ + num_parked_, parked_ + i);
+  --num_parked_;
+  block->parked = false;
+  if (block->isSplit()) {
+    update(stats_.inactive_split, *block->pool, -1);
+    update(stats_.inactive_split_bytes, *block->pool, -static_cast<int64_t>(block->size));
+  }
+  return block;
+}
+
+// The newest parked block of exactly `size` bytes on `stream`.
+Block* DeviceCache::unpark(int stream, size_t size) {
+  for (size_t i = num_parked_; i-- > 0;) {
+    if (parked_[i]->size == size && parked_[i]->stream == stream) return takeParked(i);
+  }
+  return nullptr;
+}
+
+void DeviceCache::mergeParked() {
+  while (num_parked_ > 0) coalesce(takeParked(num_parked_ - 1));
 }
 
 void DeviceCache::freeBlock(Block* block) {
   BlockPool& pool = *block->pool;
   update(stats_.active, pool, -1);
   update(stats_.active_bytes, pool, -static_cast<int64_t>(block->size));
-  auto mergeable = [](Block* b) { return b != nullptr && !b->allocated && b->event_count == 0; };
+  coalesce(block);
+}
+
+void DeviceCache::coalesce(Block* block) {
+  BlockPool& pool = *block->pool;
+  auto mergeable = [](Block* b) { return b != nullptr && !b->allocated && !b->parked && b->event_count == 0; };
   const bool merge_prev = mergeable(block->prev);
   const bool merge_next = mergeable(block->next);
   if (merge_prev != merge_next && mergeInPlace(block, merge_prev ? block->prev : block->next)) {
@@ -371,6 +432,7 @@ void DeviceCache::releaseFreeSegments(BlockPool& pool) {
 
 void DeviceCache::releaseCachedBlocks() {
   synchronizeAndFreeEvents();
+  mergeParked();
   releaseFreeSegments(large_);
   releaseFreeSegments(small_);
 }

@@ -36,6 +36,7 @@ struct Block {
   BlockPool* pool;
   void* ptr;
   bool allocated = false;
+  bool parked = false;     // freed into DeviceCache::parked_ (unmerged, not in the pool's tree)
   Block* prev = nullptr;   // neighbours within the same segment
   Block* next = nullptr;
   int event_count = 0;     // outstanding record_stream events before the block may be reused
@@ -94,14 +95,24 @@ class DeviceCache {
   void insertFree(BlockPool& pool, Block* block);
   void keepNode(std::set<Block*, BlockOrder>::node_type node);
 
+  Block* takeCached(BlockPool& pool, int stream, size_t size);
   void takeFreeBlock(BlockPool& pool, std::set<Block*, BlockOrder>::iterator it);
   // The split and merge of a small op keep the free block's tree node where its new key still sorts:
   // the tree is then exactly what removing and reinserting it would give, without the rebalancing.
   Block* splitInPlace(BlockPool& pool, std::set<Block*, BlockOrder>::iterator it, size_t size);
   bool mergeInPlace(Block* block, Block* keep);
   Block* allocateSegment(BlockPool& pool, int stream, size_t size);
-  void freeBlock(Block* block);
+  void freeBlock(Block* block);  // a block no longer active joins its pool
+  void coalesce(Block* block);   // a free block merges with its free neighbours and enters the tree
   void mergeInto(Block* dst, Block* src);
+  // A small op frees its last result and allocates one of the same size: parking the freed block whole
+  // (unmerged, out of the tree) lets that allocation take it back without a tree search, a split and a merge.
+  // A parked block is a free block in every statistic; blocks that outlive kParked more frees, and all of them
+  // before the cache is released or an allocation would need a new segment, are merged as any free block.
+  Block* unpark(int stream, size_t size);
+  void park(Block* block);
+  Block* takeParked(size_t i);
+  void mergeParked();
   void releaseCachedBlocks();
   void releaseFreeSegments(BlockPool& pool);
   void processEvents();
@@ -123,6 +134,9 @@ class DeviceCache {
   // Live allocations by pointer, under the same lock as the pools: allocation and free take one lock each.
   ska::flat_hash_map<void*, Block*> live_;
   std::vector<Block*> spare_;
+  static constexpr size_t kParked = 8;
+  Block* parked_[kParked] = {};  // oldest first
+  size_t num_parked_ = 0;
   std::set<Block*, BlockOrder>::node_type spare_node_;
 };
 

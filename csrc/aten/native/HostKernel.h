@@ -266,7 +266,8 @@ struct HostKernel<Op, R(Args...)> {
     static const std::array<bool, sizeof...(Args)> writes{static_cast<bool>(entry->writes[I])...};
     std::tuple<Host<Args>...> host{Host<Args>(call, args, writes[I])...};
     auto kernel = [&]() -> R {
-      return Op::redispatch(c10::DispatchKeySet(c10::DispatchKey::CPU), std::get<I>(host).get()...);
+      static constexpr c10::DispatchKeySet kCpu(c10::DispatchKey::CPU);  // built once, not per call
+      return Op::redispatch(kCpu, std::get<I>(host).get()...);
     };
     if constexpr (std::is_void_v<R>) {
       call.run(kernel);
