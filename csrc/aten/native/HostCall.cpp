@@ -97,8 +97,8 @@ const at::Tensor* HostCall::originalOf(const at::Tensor& alias) const {
   return nullptr;
 }
 
-at::Tensor HostCall::toDevice(at::Tensor out) const {
-  if (!out.defined() || out.device().is_privateuseone()) return out;
+at::Tensor HostCall::toDevice(at::Tensor&& out) const {
+  if (!out.defined() || out.device().is_privateuseone()) return std::move(out);
   if (const at::Tensor* original = originalOf(out)) return *original;  // in-place / out=: the caller's tensor
   c10::StorageImpl* storage = out.has_storage() ? out.storage().unsafeGetStorageImpl() : nullptr;
   for (const auto& p : pairs_) {

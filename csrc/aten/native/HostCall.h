@@ -67,7 +67,7 @@ class HostCall {
   }
   // A result of the host kernel as a neuron tensor: the caller's own tensor (in-place / out=), a view of an
   // input's storage, or a fresh result whose device-memory storage is handed over (nrt: uploaded).
-  at::Tensor toDevice(at::Tensor out) const;
+  at::Tensor toDevice(at::Tensor&& out) const;
   // The caller's tensor behind an alias the kernel returned by reference (in-place / out=), or nullptr.
   const at::Tensor* originalOf(const at::Tensor& alias) const;
 

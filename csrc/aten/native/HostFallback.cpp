@@ -180,7 +180,7 @@ bool directHostPath(const c10::OperatorHandle& op, OpEntry& entry) {
 
 void boxedOpKernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   OpEntry& entry = opEntry(op);
-  entry.count.fetch_add(1, std::memory_order_relaxed);
+  countExecution(entry);
   analyse(entry, op.schema());
   if (C10_UNLIKELY(!entry.policy_checked.load(std::memory_order_acquire))) checkPolicy(entry);
   if (C10_UNLIKELY(entry.refusal.has_value())) {

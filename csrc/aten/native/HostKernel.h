@@ -257,7 +257,7 @@ struct HostKernel<Op, R(Args...)> {
       static const c10::BoxedKernel boxed = c10::BoxedKernel::makeFromFunction<&boxedOpKernel>();
       return c10::impl::BoxedKernelWrapper<R(Args...)>::call(boxed, handle(), keys, std::forward<Args>(args)...);
     }
-    entry->count.fetch_add(1, std::memory_order_relaxed);
+    countExecution(*entry);
     static const c10::FunctionSchema& schema = handle().schema();  // argument names, for error messages
     DeviceCheck check(entry->name);
     (Host<Args>::see(check, args, schema.arguments()[I].name()), ...);

@@ -95,7 +95,7 @@ void nestedFallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::j
       "the CPU either, and neuron runs the CPU's. Convert with to_padded_tensor() or unbind() first, or use "
       "layout=torch.jagged.");
   OpEntry& entry = opEntry(op);
-  entry.count.fetch_add(1, std::memory_order_relaxed);
+  countExecution(entry);
   directHostPath(op, entry);  // schema facts and the op policy
   TORCH_CHECK(!entry.refusal.has_value(), *entry.refusal);
 

@@ -30,6 +30,13 @@ struct OpEntry {
   std::atomic<uint32_t> direct_epoch{0};
 };
 
+// One more execution of the op, for torchneuron.executed_ops(). A statistic: a relaxed load and store, not a
+// locked read-modify-write (which stalls the pipeline on every op); two threads running the same op at the
+// same instant may count it once.
+inline void countExecution(OpEntry& entry) {
+  entry.count.store(entry.count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
 // Changes whenever the op policy or the eager executor does (never 0), so direct_epoch decisions expire.
 uint32_t routingEpoch();
 
