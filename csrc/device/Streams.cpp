@@ -64,12 +64,11 @@ std::shared_ptr<Queue> queueOf(const c10::Stream& stream) {
 }
 
 namespace {
-constexpr int kCachedStreams = 16;
-std::array<std::array<std::atomic<Queue*>, kCachedStreams>, kMaxDevices> g_queues{};
+std::array<std::array<std::atomic<Queue*>, kStreamsPerDevice>, kMaxDevices> g_queues{};
 } // namespace
 
 Queue& queueRef(c10::DeviceIndex index, int stream_index) {
-  if (C10_LIKELY(index >= 0 && index < kMaxDevices && stream_index >= 0 && stream_index < kCachedStreams)) {
+  if (C10_LIKELY(index >= 0 && index < kMaxDevices && stream_index >= 0 && stream_index < kStreamsPerDevice)) {
     std::atomic<Queue*>& slot = g_queues[index][stream_index];
     Queue* queue = slot.load(std::memory_order_acquire);
     if (C10_LIKELY(queue != nullptr)) return *queue;

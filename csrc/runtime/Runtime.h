@@ -13,6 +13,10 @@
 
 namespace torchneuron {
 
+// Streams per device on every runtime: the default stream plus a pool handed out round-robin, as torch.cuda
+// does. One constant, so the stream layer's queue cache and both runtimes agree on the valid indices.
+constexpr int kStreamsPerDevice = 9;
+
 class Runtime {
  public:
   virtual ~Runtime() = default;

@@ -37,9 +37,6 @@ class SimRuntime final : public Runtime {
   void memset(void* dst, int value, size_t n, Queue& q) override;
   void synchronize(int device) override;
 
-  // The default stream plus a pool handed out round-robin, as torch.cuda does.
-  static constexpr int kStreamsPerDevice = 9;
-
  private:
   void checkDevice(int device) const;
   void copy(void* dst, const void* src, size_t n, Queue& q, bool async, std::function<void()> on_done);

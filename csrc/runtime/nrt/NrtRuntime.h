@@ -72,8 +72,6 @@ class NrtRuntime final : public Runtime {
 
   const NrtLibrary& library() const { return *lib_; }
 
-  static constexpr int kStreamsPerDevice = 9;  // as the simulator: the default stream plus a pool
-
  private:
   struct Segment {
     nrt_tensor_t* tensor;
