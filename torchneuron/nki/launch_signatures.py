@@ -69,11 +69,10 @@ def key(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
     """What decides the launch's instructions, or None when something in it cannot be described."""
     try:
         closure = tuple(_part(c.cell_contents) for c in func.__closure__ or ())
-        signature = (api, target, tuple((d.size, d.cores, d.cores_major) for d in grid), _part(args),
-                     _part(dict(kwargs)), _part(func.__defaults__), closure)
-        hash(signature)
-        return signature
-    # ValueError: an empty closure cell; TypeError: unorderable kwargs, or an unhashable value (a slice in 3.11)
+        return (api, target, tuple((d.size, d.cores, d.cores_major) for d in grid), _part(args),
+                _part(dict(kwargs)), _part(func.__defaults__), closure)
+    # ValueError: an empty closure cell; TypeError: unorderable kwargs. An unhashable value (a slice in 3.11)
+    # makes a key that checked_report and remember cannot look up: such a launch is always checked.
     except (_Unseen, ValueError, TypeError):
         return None
 

@@ -67,12 +67,14 @@ class Launch:
     prints: list[tuple[str, Any]] = field(default_factory=list)
 
 
-@dataclass
 class _Input:
-    original: Any
-    view: host.HostView
-    tensor: NkiTensor
-    kind: host.HostKind
+    __slots__ = ("original", "view", "tensor", "kind")
+
+    def __init__(self, original: Any, view: host.HostView, tensor: NkiTensor, kind: host.HostKind) -> None:
+        self.original = original
+        self.view = view
+        self.tensor = tensor
+        self.kind = kind
 
 
 def _wrap_input(value: Any, buffer: Any, name: str) -> _Input | None:

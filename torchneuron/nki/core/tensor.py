@@ -117,8 +117,30 @@ class NkiTensor:
 
     @classmethod
     def whole(cls, storage: Storage) -> NkiTensor:
-        pdim = storage.partition_axis if storage.buffer.on_chip else 0
-        return cls(storage, storage.shape, row_major_strides(storage.shape), 0, pdim)
+        """The whole allocation (every allocation and kernel argument): what __init__ would compute, taken
+        from the storage, which knows it already."""
+        t = cls.__new__(cls)
+        shape = storage.shape
+        t.storage = storage
+        t.shape = shape
+        t.strides = _ROW_MAJOR.get(shape) or row_major_strides(shape)
+        t.offset = 0
+        if storage.buffer.on_chip:
+            t.pdim = storage.partition_axis
+            t.partitions = partitions = storage.partitions
+        else:
+            t.pdim = 0
+            t.partitions = partitions = shape[0] if shape else 1
+        t.index = None
+        t.bounds = ()
+        t.size = size = storage.size
+        t.checked = 0
+        t._data_src = t._data_view = t._views = None
+        t.dtype = storage.dtype
+        t.buffer = storage.buffer
+        t.ndim = len(shape)
+        t.free_size = size // (partitions or 1)
+        return t
 
     def derive(self, shape: tuple[int, ...], strides: tuple[int, ...] | None, offset: int, pdim: int | None = 0,
                index: np.ndarray | None = None, bounds: tuple[Bound, ...] = (),
