@@ -62,6 +62,8 @@ def as_dtype(dtype: Any) -> np.dtype:
 
 
 def storage_dtype(dt: np.dtype) -> np.dtype:
+    if dt is float32:  # nearly every tile: no dtype comparison
+        return dt
     return float32 if dt == tfloat32 else dt
 
 

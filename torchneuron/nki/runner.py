@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from . import cost, dtypes, host, launch_signatures, lnc, torch_io
-from .core import alu, context, data_dependence
+from .core import alu, blas, context, data_dependence
 from .core.buffers import HBM, SHARED_HBM, Storage
 from .core.tensor import NkiTensor
 from .errors import (
@@ -312,7 +312,7 @@ def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
                                 kernel_code=func.__code__, tensor_class=Tile, hbm_data=hbm_data,
                                 accounting=checked is None)
         data_dependence.begin()
-        with context.running(run), np.errstate(**alu.ENGINE_ERRORS):
+        with context.running(run), np.errstate(**alu.ENGINE_ERRORS), blas.launch_scope():
             result = func(*bound.args, **bound.kwargs)
         if data_dependence.steered():
             steered.append(i)

@@ -323,6 +323,10 @@ class NkiTensor:
     # ---- indexing ----
     def __getitem__(self, key: Any) -> NkiTensor:
         if self.index is None:
+            if type(key) is tuple and len(key) == 2 and self.ndim == 2:
+                view = self._two_ranges(key)
+                if view is not None:
+                    return view
             plain = key if type(key) is tuple else (key,)
             for k in plain:
                 kind = type(k)
@@ -363,6 +367,25 @@ class NkiTensor:
             raise fail(ERR_SHAPE, f"too many indices ({len(out)}) for tensor `{self.name}` of rank {self.ndim}.",
                        "index each dimension at most once.")
         return tuple(out)
+
+    def _two_ranges(self, key: tuple[Any, Any]) -> NkiTensor | None:
+        """`t[a:b, c:d]` on a 2-D view (most of a kernel's indexing): what `_basic` computes for two step-1
+        slices of Python ints, or None for anything else (then `_basic` handles it, errors included)."""
+        k0, k1 = key
+        if type(k0) is not slice or type(k1) is not slice or k0.step is not None or k1.step is not None:
+            return None
+        n0, n1 = self.shape
+        a0, b0, a1, b1 = k0.start, k0.stop, k1.start, k1.stop
+        a0 = 0 if a0 is None else a0
+        a1 = 0 if a1 is None else a1
+        b0 = n0 if b0 is None else b0
+        b1 = n1 if b1 is None else b1
+        if type(a0) is not int or type(b0) is not int or type(a1) is not int or type(b1) is not int \
+                or not 0 <= a0 <= b0 <= n0 or not 0 <= a1 <= b1 <= n1:
+            return None  # negative bounds, other index types, out of range
+        s0, s1 = self.strides  # type: ignore[misc]
+        pdim = self.pdim if self.buffer.on_chip else 0
+        return type(self)(self.storage, (b0 - a0, b1 - a1), (s0, s1), self.offset + a0 * s0 + a1 * s1, pdim)
 
     def _basic(self, key: tuple[Any, ...]) -> NkiTensor:
         """Slices and integers. An integer drops its dimension, except that a result stays at least 2-D
