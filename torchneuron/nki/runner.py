@@ -83,10 +83,12 @@ def _wrap_input(value: Any, buffer: Any, name: str) -> _Input | None:
         return None
     view = kind.to_numpy(value, name)
     arr = view.array
-    if arr.dtype == np.float64:
-        raise fail(ERR_MEMORY, f"kernel input {name!r} is float64; NeuronCores have no 64-bit types.",
-                   "pass float32 (or bfloat16) arrays: arr.astype(np.float32).")
-    dt = dtypes.as_dtype(arr.dtype)
+    dt = arr.dtype
+    if dt is not dtypes.float32:  # float32 (most inputs) is an NKI dtype as it is
+        if dt == np.float64:
+            raise fail(ERR_MEMORY, f"kernel input {name!r} is float64; NeuronCores have no 64-bit types.",
+                       "pass float32 (or bfloat16) arrays: arr.astype(np.float32).")
+        dt = dtypes.as_dtype(dt)
     st = Storage(arr.shape, dt, buffer, name, 0, data=arr.reshape(-1))
     return _Input(value, view, Tile.whole(st), kind)
 

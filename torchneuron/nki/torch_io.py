@@ -220,10 +220,14 @@ class TorchIO:
         self._view: Any = None  # host_bridge's host view for this launch's device (every tensor is on it)
         # start address of a flat array -> (the tensor whose memory it is, its byte size)
         self._owners: dict[int, tuple[Any, int]] = {}
+        # kernel outputs by the array every NumPy view of their memory has as `.base` (id -> (that array, the
+        # tensor, its byte size)): a returned tile is found without asking NumPy for its address
+        self._outputs: dict[int, tuple[np.ndarray, Any, int]] = {}
 
     def close(self) -> None:
         """The launch is over: drop the references to its tensors (the caller owns them now)."""
         self._owners.clear()
+        self._outputs.clear()
 
     @property
     def shape_only(self) -> bool:
@@ -270,6 +274,9 @@ class TorchIO:
         host = self._host(t)
         flat = _numpy_view(host).reshape(-1)
         self._owners[host.data_ptr()] = (t, flat.nbytes)
+        base = flat.base
+        if isinstance(base, np.ndarray) and base.nbytes == flat.nbytes:
+            self._outputs[id(base)] = (base, t, flat.nbytes)
         return flat
 
     def from_numpy(self, arr: np.ndarray) -> Any:
@@ -280,10 +287,18 @@ class TorchIO:
         shape = arr.shape  # Python ints
         if self.mode == SHAPE:
             return torch.empty(shape, dtype=torch_dtype(arr.dtype), device=self.device)
-        owner = self._owners.get(_address(arr)) if arr.flags.c_contiguous else None
-        if owner is not None and owner[1] == arr.nbytes and _TO_NKI[owner[0].dtype] == arr.dtype:
-            t = owner[0]
-            return t if t.shape == shape else t.view(shape)
+        if arr.flags.c_contiguous:
+            # a C-contiguous view as large as an output's whole memory, inside it, starts where it starts:
+            # that output (what the address lookup below would find)
+            base = arr.base
+            out = self._outputs.get(id(base)) if base is not None else None
+            if out is not None and out[0] is base and out[2] == arr.nbytes and _TO_NKI[out[1].dtype] == arr.dtype:
+                t = out[1]
+                return t if t.shape == shape else t.view(shape)
+            owner = self._owners.get(_address(arr))
+            if owner is not None and owner[1] == arr.nbytes and _TO_NKI[owner[0].dtype] == arr.dtype:
+                t = owner[0]
+                return t if t.shape == shape else t.view(shape)
         t = torch.empty(shape, dtype=torch_dtype(arr.dtype), device=self.device)
         _numpy_view(self._host(t))[...] = arr
         return t

@@ -260,10 +260,21 @@ class NkiTensor:
                     # a tile's first instruction usually writes all of it: then nothing can read the NaN / 4
                     # sentinel, and filling the new storage with it first is wasted
                     if self.offset == 0 and self.shape == st.shape and self.strides == row_major_strides(st.shape):
-                        data = st._data = np.empty(self.size, dtype=dtypes.storage_dtype(st.dtype))
+                        dt = dtypes.storage_dtype(st.dtype)
+                        if type(values) is np.ndarray and values.shape == self.shape and values.dtype == dt:
+                            # already the tile's values in its dtype: a C-ordered copy is its memory (the bytes
+                            # copying them into np.empty would give, one NumPy call instead of three)
+                            own = values.copy()
+                            data = st._data = own.reshape(-1)
+                            if self._data_src is None:
+                                self._data_src, self._data_view = data, own
+                        else:
+                            data = st._data = np.empty(self.size, dtype=dt)
+                            self.view_of(data)[...] = values
                     else:
-                        data = st.data
-                self.view_of(data)[...] = values
+                        self.view_of(st.data)[...] = values
+                else:
+                    self.view_of(data)[...] = values
                 if st.written is not None:
                     self.view_of(st.written)[...] = True
                 if st.psum_fresh is not None:
