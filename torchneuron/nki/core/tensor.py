@@ -451,7 +451,9 @@ class NkiTensor:
             if self.ndim >= 2:
                 while droppable and len(shape) - len(droppable) < 2:
                     keep.add(droppable.pop())
-            for p in sorted((p for p in droppable if p not in keep), reverse=True):
+            for p in reversed(droppable):  # increasing positions: delete from the back
+                if p in keep:
+                    continue
                 del shape[p]
                 del strides[p]
                 if pdim is not None and pdim > p:
