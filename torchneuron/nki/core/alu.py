@@ -157,6 +157,11 @@ REDUCE: dict[str, tuple[Callable[..., np.ndarray], float]] = {
 }
 
 
+# the ufunc reductions np.sum / np.max / np.min / np.prod run for an ndarray, without their Python wrapper
+_UFUNC_REDUCE = {"add": np.add.reduce, "maximum": np.maximum.reduce, "minimum": np.minimum.reduce,
+                 "multiply": np.multiply.reduce}
+
+
 def _subtract_reduce(a: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
     """x0 - x1 - x2 - ... over the (trailing) reduced axes."""
     axis = (axis,) if isinstance(axis, int) else tuple(axis)
@@ -223,6 +228,9 @@ def reduce(op: str, x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.
     if op not in REDUCE:
         raise fail(ERR_INVALID_ARG, f"{op} cannot reduce.", "reduce with add, maximum, minimum, multiply or a "
                    "logical/bitwise op.")
+    fast = _UFUNC_REDUCE.get(op)
+    if fast is not None and type(x) is np.ndarray:  # what np.sum / np.max / ... call for an ndarray
+        return np.asarray(fast(x, axis=axis, keepdims=keepdims), dtype=F32)
     fn, _ = REDUCE[op]
     if op.startswith("bitwise"):
         return fn(x.astype(np.int64), axis=axis, keepdims=keepdims)

@@ -396,7 +396,24 @@ class NkiTensor:
             return None  # negative bounds, other index types, out of range
         s0, s1 = self.strides  # type: ignore[misc]
         pdim = self.pdim if self.buffer.on_chip else 0
-        return type(self)(self.storage, (b0 - a0, b1 - a1), (s0, s1), self.offset + a0 * s0 + a1 * s1, pdim)
+        # the fields __init__ would compute, set directly (a view per operand of most instructions)
+        t = type(self).__new__(type(self))
+        t.storage = self.storage
+        t.shape = shape = (b0 - a0, b1 - a1)
+        t.strides = (s0, s1)
+        t.offset = self.offset + a0 * s0 + a1 * s1
+        t.pdim = pdim
+        t.index = None
+        t.bounds = ()
+        t.size = size = shape[0] * shape[1]
+        t.partitions = partitions = shape[pdim] if pdim is not None else 1
+        t.checked = 0
+        t._data_src = t._data_view = t._views = None
+        t.dtype = self.dtype
+        t.buffer = self.buffer
+        t.ndim = 2
+        t.free_size = size // (partitions or 1)
+        return t
 
     def _basic(self, key: tuple[Any, ...]) -> NkiTensor:
         """Slices and integers. An integer drops its dimension, except that a result stays at least 2-D
