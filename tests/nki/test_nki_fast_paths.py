@@ -99,3 +99,21 @@ def test_a_launch_sets_one_blas_thread_once_and_restores_the_count(monkeypatch) 
         assert blas.single_thread(blas._MANY_MACS) is blas._NULL  # outside a launch: as NumPy decides
     finally:
         blas._SETTER(before)
+
+
+def test_whole_tile_writes_set_the_psum_flags_of_exactly_the_elements_written() -> None:
+    st = Storage((4, 8), dtypes.float32, PSUM, "acc")
+    whole = NkiTensor.whole(st)
+    part = whole[0:2, 0:8]
+    row = whole._basic((slice(0, 1), slice(None)))
+    spread = row.derive((4, 8), (0, 1), 0, 0)  # offset 0 and as many elements as the storage, but one row
+    assert whole.covers_storage() and not part.covers_storage() and not spread.covers_storage()
+    part.write(np.ones((2, 8), np.float32))
+    assert st.written.reshape(4, 8)[:2].all() and not st.written.reshape(4, 8)[2:].any()
+    assert not st.psum_fresh.reshape(4, 8)[:2].any() and st.psum_fresh.reshape(4, 8)[2:].all()
+    whole.psum_mark(True)
+    assert st.psum_fresh.all()
+    spread.psum_mark(False)
+    assert not st.psum_fresh.reshape(4, 8)[0].any() and st.psum_fresh.reshape(4, 8)[1:].all()
+    whole.write(np.full((4, 8), 2.0, np.float32))
+    assert st.written.all() and not st.psum_fresh.any() and (st.data == 2.0).all()

@@ -57,7 +57,8 @@ def strided(data: np.ndarray, offset: int, shape: tuple[int, ...], strides: tupl
         return np.empty(shape, data.dtype)  # nothing to address
     if (_ROW_MAJOR.get(shape) or row_major_strides(shape)) == strides:
         # a contiguous run (`data` is flat): slicing and reshaping costs a third of the constructor
-        return data[offset:offset + math.prod(shape)].reshape(shape)
+        n = math.prod(shape)
+        return data.reshape(shape) if offset == 0 and n == data.size else data[offset:offset + n].reshape(shape)
     item = data.itemsize
     key = (strides, item)
     byte_strides = _BYTE_STRIDES.get(key)
@@ -187,6 +188,13 @@ class NkiTensor:
             out += (np.arange(n, dtype=np.int64) * s).reshape(shape)
         return out
 
+    def covers_storage(self) -> bool:
+        """Whether this strided view is every element of its storage in row-major order (the storage's flat
+        arrays, as they are, are then this view's)."""
+        shape = self.storage.shape
+        return self.offset == 0 and self.shape == shape and self.strides == (_ROW_MAJOR.get(shape)
+                                                                             or row_major_strides(shape))
+
     def view_of(self, data: np.ndarray) -> np.ndarray:
         """This view over one of the storage's flat arrays (data, written, psum_fresh); made once."""
         if self._data_src is data:
@@ -256,10 +264,11 @@ class NkiTensor:
         if self.index is None:
             if mask is None:
                 data = st._data
+                whole = self.covers_storage()
                 if data is None:
                     # a tile's first instruction usually writes all of it: then nothing can read the NaN / 4
                     # sentinel, and filling the new storage with it first is wasted
-                    if self.offset == 0 and self.shape == st.shape and self.strides == row_major_strides(st.shape):
+                    if whole:
                         dt = dtypes.storage_dtype(st.dtype)
                         if type(values) is np.ndarray and values.shape == self.shape and values.dtype == dt:
                             # already the tile's values in its dtype: a C-ordered copy is its memory (the bytes
@@ -275,10 +284,17 @@ class NkiTensor:
                         self.view_of(st.data)[...] = values
                 else:
                     self.view_of(data)[...] = values
+                # the flags of a whole-tile write are set flat, without a view of them
                 if st.written is not None:
-                    self.view_of(st.written)[...] = True
+                    if whole:
+                        st.written.fill(True)
+                    else:
+                        self.view_of(st.written)[...] = True
                 if st.psum_fresh is not None:
-                    self.view_of(st.psum_fresh)[...] = False
+                    if whole:
+                        st.psum_fresh.fill(False)
+                    else:
+                        self.view_of(st.psum_fresh)[...] = False
                 return
             where = np.broadcast_to(mask, self.shape)
             np.copyto(self.view_of(st.data), values, where=where)
@@ -312,11 +328,13 @@ class NkiTensor:
         if st.pending is not None:
             st.flush()
         if self.index is None:
-            view = self.view_of(st.psum_fresh)
             if mask is None:
-                view[...] = fresh
+                if self.covers_storage():
+                    st.psum_fresh.fill(fresh)
+                else:
+                    self.view_of(st.psum_fresh)[...] = fresh
             else:
-                np.copyto(view, fresh, where=np.broadcast_to(mask, self.shape))
+                np.copyto(self.view_of(st.psum_fresh), fresh, where=np.broadcast_to(mask, self.shape))
         else:
             idx = self.safe_index(mask)
             st.psum_fresh[idx if mask is None else idx[np.broadcast_to(mask, self.shape)]] = fresh
