@@ -197,7 +197,7 @@ def activation(dst: NkiTensor, op: Any, data: Any, bias: Any = None, scale: Any 
     name = alu.op_name(op)
     x = read(data, mask)
     pre = x * _activation_vector(scale, dst, api, "scale", "scale") + _activation_vector(bias, dst, api, "bias", "bias")
-    out = alu.unary(name, pre.astype(np.float32))
+    out = alu.unary(name, pre.astype(np.float32, copy=False))  # pre is a temporary: no copy when already fp32
     write(dst, out, mask, api)
     run = context.current()
     reduce_registers(api, out, reduce_op, reduce_res, reduce_cmd)

@@ -120,7 +120,7 @@ def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats", mask: np.nd
     if n > 512:
         raise fail(ERR_DIM_LIMIT, f"'{api}' takes at most 512 elements per partition, got {n}.",
                    "split the free dim into chunks of nl.tile_size.bn_stats_fmax and aggregate with bn_aggr.")
-    x = read(data).reshape(data.partitions, -1).astype(np.float32)
+    x = read(data).reshape(data.partitions, -1).astype(np.float32, copy=False)  # only read below
     if mask is None:  # every element counts, with weight 1: no weights at all (the same bits)
         # contiguous halves: summed in the order np.where's copy of them would be
         halves = [(np.ascontiguousarray(x[:, 0::2]), None), (np.ascontiguousarray(x[:, 1::2]), None)]
