@@ -117,3 +117,16 @@ def test_whole_tile_writes_set_the_psum_flags_of_exactly_the_elements_written() 
     assert not st.psum_fresh.reshape(4, 8)[0].any() and st.psum_fresh.reshape(4, 8)[1:].all()
     whole.write(np.full((4, 8), 2.0, np.float32))
     assert st.written.all() and not st.psum_fresh.any() and (st.data == 2.0).all()
+
+
+def test_a_target_hashes_as_its_fields_do() -> None:
+    import dataclasses
+
+    from torchneuron.nki import hardware
+
+    for target in (hardware.TRN1, hardware.TRN2):
+        twin = dataclasses.replace(target)  # equal, another object, its hash not made yet
+        assert twin == target and twin is not target
+        assert hash(twin) == hash(target) == hash(tuple(getattr(target, f.name) for f in dataclasses.fields(target)))
+        assert {target: 1}[twin] == 1
+        assert dataclasses.replace(target, pmax=64) != target
