@@ -35,7 +35,10 @@ _HF_RMSNORMS = ("LlamaRMSNorm", "MistralRMSNorm", "Qwen2RMSNorm", "Qwen3RMSNorm"
 
 
 def _on_neuron(*tensors: torch.Tensor | None) -> bool:
-    return all(t is None or t.device.type == "neuron" for t in tensors)
+    for t in tensors:  # a loop, not all(<generator>): asked several times per patched module call
+        if t is not None and t.device.type != "neuron":
+            return False
+    return True
 
 
 def _autocast_dtype() -> torch.dtype | None:

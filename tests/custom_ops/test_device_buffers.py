@@ -10,7 +10,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import torchneuron
+import torchneuron.nki.isa as nisa
+import torchneuron.nki.language as nl
 from tests.custom_ops import kernels
+from torchneuron import nki
 from torchneuron.nki import NkiError, torch_io
 
 
@@ -136,3 +139,28 @@ def test_the_kernel_object_does_not_keep_its_outputs_alive():
     del out
     assert torch.neuron.memory_allocated() == before
     assert kernels.add_returning.report is not None  # the cost report stays
+
+
+@nki.jit
+def whole_and_half(x):
+    """The output and a view of half of it, as the kernel's results."""
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=out, src=t)
+    return out, out[0:x.shape[0] // 2, :]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_returned_tiles_are_the_output_or_a_copy_of_part_of_it(dtype):
+    x = _x(64, 32, dtype=dtype)
+    gc.collect()
+    torch.neuron.synchronize()
+    before = torch.neuron.memory_allocated()
+    for _ in range(2):  # the checked launch, then a repeat of its signature
+        whole, half = whole_and_half(x)
+        assert torch.equal(whole.cpu(), x.cpu()) and torch.equal(half.cpu(), x.cpu()[:32])
+        assert half.data_ptr() != whole.data_ptr()  # part of an output: a tensor of its own
+        # the output is the memory the kernel wrote, returned as it is; only the half is a copy
+        assert torch.neuron.memory_allocated() - before == 64 * 32 * x.element_size() * 3 // 2
+        del whole, half

@@ -4,6 +4,8 @@ key cannot describe, and every NumPy launch are checked in full."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -138,3 +140,74 @@ def test_numpy_launches_are_always_checked(placements):
     scaled(x, 2.0)
     scaled(x, 2.0)
     assert placements[0] == 2
+
+
+@nki.jit
+def rows_of(x, rows):
+    """The rows `rows` (a slice: unhashable before Python 3.12) of x, through SBUF."""
+    sub = x[rows, :]
+    out = nl.ndarray(sub.shape, x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(sub.shape, nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=sub)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_unhashable_arguments_are_always_checked(placements):
+    x = _x(64, 32)
+    for _ in range(2):
+        torch.testing.assert_close(rows_of(x, slice(8, 24)).cpu(), x.cpu()[8:24], rtol=0, atol=0)
+    assert placements[0] == (2 if sys.version_info < (3, 12) else 1)
+
+
+@nki.jit
+def transposed_product(a, b):
+    """(a.T @ b) + 1 through the Tensor engine: a [k, m], b [k, n] with k, m <= 128, m <= n <= 512."""
+    k, m = a.shape
+    kb, n = b.shape
+    out = nl.ndarray((m, n), nl.float32, buffer=nl.shared_hbm)
+    a_sb = nl.ndarray((k, m), nl.float32, buffer=nl.sbuf)
+    b_sb = nl.ndarray((kb, n), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a_sb, src=a)
+    nisa.dma_copy(dst=b_sb, src=b)
+    acc = nl.ndarray((m, n), nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=a_sb, moving=b_sb)
+    y = nl.ndarray((m, n), nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=y, data=acc, op0=nl.add, operand0=1.0)
+    back = nl.ndarray((m, m), nl.float32, buffer=nl.psum)  # a transpose too (n >= m), its result unused
+    nisa.nc_transpose(dst=back, data=y[:, 0:m])
+    nisa.dma_copy(dst=out, src=y)
+    return out
+
+
+def test_a_repeat_skips_operand_checks_and_a_new_signature_runs_them(monkeypatch):
+    from torchneuron.nki.ops import elementwise, matmul
+
+    calls = {"buffer": 0, "on_chip": 0}
+
+    def spy(name, original):
+        def counted(*args, **kwargs):
+            calls[name] += 1
+            return original(*args, **kwargs)
+        return counted
+
+    monkeypatch.setattr(matmul, "check_buffer", spy("buffer", matmul.check_buffer))
+    monkeypatch.setattr(elementwise, "check_on_chip", spy("on_chip", elementwise.check_on_chip))
+    a, b = _x(32, 16), _x(32, 64, seed=1)
+    want = a.cpu().T @ b.cpu() + 1
+    torch.testing.assert_close(transposed_product(a, b).cpu(), want)
+    first = dict(calls)
+    assert first["buffer"] > 0 and first["on_chip"] > 0
+    for seed in (2, 3):  # a repeat: values computed, operand checks skipped
+        b = _x(32, 64, seed=seed)
+        torch.testing.assert_close(transposed_product(a, b).cpu(), a.cpu().T @ b.cpu() + 1)
+    assert calls == first
+    transposed_product(_x(32, 8), _x(32, 64))  # another signature: checked in full
+    assert calls["buffer"] > first["buffer"] and calls["on_chip"] > first["on_chip"]
+
+
+def test_operand_errors_raise_on_every_launch_of_a_bad_signature():
+    a, b = _x(32, 16), _x(16, 64)  # contraction sizes differ
+    for _ in range(2):
+        with pytest.raises(nki.NkiError, match="contracts over partitions"):
+            transposed_product(a, b)

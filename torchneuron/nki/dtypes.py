@@ -40,6 +40,8 @@ _ALIASES: dict[Any, np.dtype] = {
 
 def as_dtype(dtype: Any) -> np.dtype:
     """Accept NKI dtypes, NumPy dtypes/types, names and torch dtypes; refuse what NeuronCores lack."""
+    if dtype is float32 or dtype is bfloat16:  # most allocations: not even a hash
+        return dtype
     if isinstance(dtype, np.dtype) and dtype in _SUPPORTED_SET:
         return dtype  # already an NKI dtype (nl.float32, a tile's dtype): asked per allocation
     if dtype is None:
@@ -62,6 +64,8 @@ def as_dtype(dtype: Any) -> np.dtype:
 
 
 def storage_dtype(dt: np.dtype) -> np.dtype:
+    if dt is float32:  # nearly every tile: no dtype comparison
+        return dt
     return float32 if dt == tfloat32 else dt
 
 

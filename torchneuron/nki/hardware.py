@@ -7,7 +7,7 @@ generation is one entry, not a search through the simulator.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from .. import _env, targets
 from .errors import ERR_INVALID_ARG, fail
@@ -35,6 +35,14 @@ class Target:
     hbm_bytes_per_ns: float
     tensor_bf16_tflops: float      # per core, documented
     tensor_fp32_tflops: float
+
+    def __hash__(self) -> int:
+        """The fields' hash (what the dataclass would compute), made once: every launch signature hashes it."""
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", h)
+        return h
 
     @property
     def dma_bytes_per_ns(self) -> float:

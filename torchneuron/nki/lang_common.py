@@ -135,6 +135,8 @@ def ndarray(shape: Any, dtype: Any, buffer: Any = None, name: str = "", address:
     b = _buffer(buffer)
     if b.is_hbm:
         return _dma.hbm_array(shape, dtype, b, name, init)
+    if buffer is b:  # a plain buffer, not a manual placement: the allocation itself
+        return _allocate(shape, dtype, b, name)
     return _on_chip(shape, dtype, buffer, name, b)
 
 

@@ -43,10 +43,15 @@ _PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes, range, sl
 _VALUE_KINDS = (np.dtype, np.generic, enum.Enum)
 
 
+_TENSOR_TYPES: set[type] = set()  # torch.Tensor classes seen (checked by isinstance once per class)
+
+
 def _part(value: Any) -> Any:
     kind = type(value)
     if kind in _PLAIN:
         return kind, value  # the type too: 1, 1.0 and True are one dict key
+    if kind in _TENSOR_TYPES:
+        return "tensor", value.shape, value.dtype, value.stride(), value.storage_offset(), value.device
     if kind is tuple or kind is list:
         return kind, tuple(_part(v) for v in value)
     if kind is dict:
@@ -58,6 +63,7 @@ def _part(value: Any) -> Any:
     torch = sys.modules.get("torch")  # device launches only: torch is loaded
     if torch is not None:
         if isinstance(value, torch.Tensor):
+            _TENSOR_TYPES.add(kind)
             return "tensor", value.shape, value.dtype, value.stride(), value.storage_offset(), value.device
         if kind is torch.dtype:
             return kind, value
@@ -69,11 +75,10 @@ def key(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
     """What decides the launch's instructions, or None when something in it cannot be described."""
     try:
         closure = tuple(_part(c.cell_contents) for c in func.__closure__ or ())
-        signature = (api, target, tuple((d.size, d.cores, d.cores_major) for d in grid), _part(args),
-                     _part(dict(kwargs)), _part(func.__defaults__), closure)
-        hash(signature)
-        return signature
-    # ValueError: an empty closure cell; TypeError: unorderable kwargs, or an unhashable value (a slice in 3.11)
+        return (api, target, tuple((d.size, d.cores, d.cores_major) for d in grid), _part(args),
+                _part(dict(kwargs)), _part(func.__defaults__), closure)
+    # ValueError: an empty closure cell; TypeError: unorderable kwargs. An unhashable value (a slice in 3.11)
+    # makes a key that checked_report and remember cannot look up: such a launch is always checked.
     except (_Unseen, ValueError, TypeError):
         return None
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from . import cost, dtypes, host, launch_signatures, lnc, torch_io
-from .core import alu, context, data_dependence
+from .core import alu, blas, context, data_dependence
 from .core.buffers import HBM, SHARED_HBM, Storage
 from .core.tensor import NkiTensor
 from .errors import (
@@ -67,12 +67,14 @@ class Launch:
     prints: list[tuple[str, Any]] = field(default_factory=list)
 
 
-@dataclass
 class _Input:
-    original: Any
-    view: host.HostView
-    tensor: NkiTensor
-    kind: host.HostKind
+    __slots__ = ("original", "view", "tensor", "kind")
+
+    def __init__(self, original: Any, view: host.HostView, tensor: NkiTensor, kind: host.HostKind) -> None:
+        self.original = original
+        self.view = view
+        self.tensor = tensor
+        self.kind = kind
 
 
 def _wrap_input(value: Any, buffer: Any, name: str) -> _Input | None:
@@ -81,10 +83,12 @@ def _wrap_input(value: Any, buffer: Any, name: str) -> _Input | None:
         return None
     view = kind.to_numpy(value, name)
     arr = view.array
-    if arr.dtype == np.float64:
-        raise fail(ERR_MEMORY, f"kernel input {name!r} is float64; NeuronCores have no 64-bit types.",
-                   "pass float32 (or bfloat16) arrays: arr.astype(np.float32).")
-    dt = dtypes.as_dtype(arr.dtype)
+    dt = arr.dtype
+    if dt is not dtypes.float32:  # float32 (most inputs) is an NKI dtype as it is
+        if dt == np.float64:
+            raise fail(ERR_MEMORY, f"kernel input {name!r} is float64; NeuronCores have no 64-bit types.",
+                       "pass float32 (or bfloat16) arrays: arr.astype(np.float32).")
+        dt = dtypes.as_dtype(dt)
     st = Storage(arr.shape, dt, buffer, name, 0, data=arr.reshape(-1))
     return _Input(value, view, Tile.whole(st), kind)
 
@@ -310,7 +314,7 @@ def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
                                 kernel_code=func.__code__, tensor_class=Tile, hbm_data=hbm_data,
                                 accounting=checked is None)
         data_dependence.begin()
-        with context.running(run), np.errstate(**alu.ENGINE_ERRORS):
+        with context.running(run), np.errstate(**alu.ENGINE_ERRORS), blas.launch_scope():
             result = func(*bound.args, **bound.kwargs)
         if data_dependence.steered():
             steered.append(i)

@@ -43,8 +43,18 @@ DEVICE, SHAPE, HARDWARE = "device", "shape", "hardware"
 _local = threading.local()
 
 
+_TORCH_TYPES: set[type] = set()  # tensor classes seen: asked of every kernel argument of every launch
+
+
 def is_torch(x: Any) -> bool:
-    return type(x).__module__.startswith("torch") and hasattr(x, "detach") and hasattr(x, "device")
+    kind = type(x)
+    if kind in _TORCH_TYPES:
+        return True
+    if kind.__module__.startswith("torch") and hasattr(x, "detach") and hasattr(x, "device"):
+        if hasattr(kind, "detach") and hasattr(kind, "device"):  # the class has them: so has every instance
+            _TORCH_TYPES.add(kind)
+        return True
+    return False
 
 
 class LaunchRecorder:
@@ -157,16 +167,34 @@ def torch_dtype(dt: np.dtype) -> Any:
     return out
 
 
-def _numpy_view(t: Any) -> np.ndarray:
-    """A NumPy array over the same bytes as CPU tensor ``t`` (strides kept); ml_dtypes for bf16/fp8."""
+# torch dtype -> the integer dtype whose bits NumPy can view, or None when .numpy() takes the tensor as it is
+_BITS: dict[Any, Any] = {}
+
+
+def _bits_dtype(torch_dt: Any) -> Any:
     import torch
 
-    dt = nki_dtype(t.dtype)
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(dt)
-    if dt.type.__module__.startswith("ml_dtypes"):
-        return t.view(torch.uint8).numpy().view(dt)
-    return t.numpy()
+    dt = nki_dtype(torch_dt)
+    if torch_dt == torch.bfloat16:
+        bits = torch.int16
+    elif dt.type.__module__.startswith("ml_dtypes"):
+        bits = torch.uint8
+    else:
+        bits = None
+    _BITS[torch_dt] = bits
+    return bits
+
+
+def _numpy_view(t: Any) -> np.ndarray:
+    """A NumPy array over the same bytes as CPU tensor ``t`` (strides kept); ml_dtypes for bf16/fp8."""
+    torch_dt = t.dtype
+    try:
+        bits = _BITS[torch_dt]
+    except KeyError:
+        bits = _bits_dtype(torch_dt)
+    if bits is None:
+        return t.numpy()
+    return t.view(bits).numpy().view(_TO_NKI[torch_dt])
 
 
 @functools.lru_cache(maxsize=1)
@@ -192,10 +220,14 @@ class TorchIO:
         self._view: Any = None  # host_bridge's host view for this launch's device (every tensor is on it)
         # start address of a flat array -> (the tensor whose memory it is, its byte size)
         self._owners: dict[int, tuple[Any, int]] = {}
+        # kernel outputs by the array every NumPy view of their memory has as `.base` (id -> (that array, the
+        # tensor, its byte size)): a returned tile is found without asking NumPy for its address
+        self._outputs: dict[int, tuple[np.ndarray, Any, int]] = {}
 
     def close(self) -> None:
         """The launch is over: drop the references to its tensors (the caller owns them now)."""
         self._owners.clear()
+        self._outputs.clear()
 
     @property
     def shape_only(self) -> bool:
@@ -212,7 +244,9 @@ class TorchIO:
     def to_numpy(self, t: Any, name: str) -> HostView:
         """The array the simulator binds for input ``t``: a view of its device memory or, shape-only, zero
         pages of its shape (the kernel's writes to them go nowhere)."""
-        dt = nki_dtype(t.dtype, f"kernel {self.kernel} argument {name!r}")
+        dt = _TO_NKI.get(t.dtype)
+        if dt is None:  # the message is made only for the error
+            dt = nki_dtype(t.dtype, f"kernel {self.kernel} argument {name!r}")
         if self.mode == SHAPE:
             return HostView(np.zeros(tuple(int(s) for s in t.shape), dtypes.storage_dtype(dt)), True)
         t = t.detach()
@@ -236,10 +270,13 @@ class TorchIO:
         import torch
 
         # allocated in the output's own shape: returning it whole then needs no view op
-        t = torch.empty(shape, dtype=torch_dtype(dt), device=self.device)
+        t = torch.empty(shape, dtype=_TO_TORCH.get(dt) or torch_dtype(dt), device=self.device)
         host = self._host(t)
         flat = _numpy_view(host).reshape(-1)
         self._owners[host.data_ptr()] = (t, flat.nbytes)
+        base = flat.base
+        if isinstance(base, np.ndarray) and base.nbytes == flat.nbytes:
+            self._outputs[id(base)] = (base, t, flat.nbytes)
         return flat
 
     def from_numpy(self, arr: np.ndarray) -> Any:
@@ -247,13 +284,21 @@ class TorchIO:
         whole output (or input) allocation, else a new tensor on the device holding a copy."""
         import torch
 
-        shape = tuple(int(s) for s in arr.shape)
+        shape = arr.shape  # Python ints
         if self.mode == SHAPE:
             return torch.empty(shape, dtype=torch_dtype(arr.dtype), device=self.device)
-        owner = self._owners.get(_address(arr)) if arr.flags.c_contiguous else None
-        if owner is not None and owner[1] == arr.nbytes and nki_dtype(owner[0].dtype) == arr.dtype:
-            t = owner[0]
-            return t if tuple(t.shape) == shape else t.view(shape)
+        if arr.flags.c_contiguous:
+            # a C-contiguous view as large as an output's whole memory, inside it, starts where it starts:
+            # that output (what the address lookup below would find)
+            base = arr.base
+            out = self._outputs.get(id(base)) if base is not None else None
+            if out is not None and out[0] is base and out[2] == arr.nbytes and _TO_NKI[out[1].dtype] == arr.dtype:
+                t = out[1]
+                return t if t.shape == shape else t.view(shape)
+            owner = self._owners.get(_address(arr))
+            if owner is not None and owner[1] == arr.nbytes and _TO_NKI[owner[0].dtype] == arr.dtype:
+                t = owner[0]
+                return t if t.shape == shape else t.view(shape)
         t = torch.empty(shape, dtype=torch_dtype(arr.dtype), device=self.device)
         _numpy_view(self._host(t))[...] = arr
         return t
@@ -296,6 +341,9 @@ def open_launch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tor
         if isinstance(t, fake_tensor) or device.type == "meta" or is_wrapped(t):
             return TorchIO(SHAPE, device, kernel)  # the first shape-only tensor's device
         devices.append(device)
+    first = devices[0]
+    if first.type == "neuron" and all(d == first for d in devices):  # the usual launch: nothing to refuse
+        return TorchIO(HARDWARE if _trn_host().on_trn_host() else DEVICE, first, kernel)
     neuron = sorted({d for d in devices if d.type == "neuron"}, key=str)
     strict = getattr(_local, "device_only", None)
     if len(neuron) > 1:
@@ -338,18 +386,27 @@ def _launch_io() -> TorchIO:
     return io
 
 
-@contextmanager
-def launching(io: TorchIO) -> Iterator[TorchIO]:
-    """The simulator runs a launch of ``io``: its torch tensors convert through ``io`` (the host kind below)."""
-    if io.mode == DEVICE:
-        _profiler_start(io)
-    previous = getattr(_local, "launch", None)
-    _local.launch = io
-    try:
-        yield io
-    finally:
-        _local.launch = previous
-        io.close()
+class launching:
+    """``with launching(io):`` the simulator runs a launch of ``io``: its torch tensors convert through ``io``
+    (the host kind below). A class, not a generator context: it is entered once per launch."""
+
+    __slots__ = ("io", "previous")
+
+    def __init__(self, io: TorchIO) -> None:
+        self.io = io
+        self.previous: TorchIO | None = None
+
+    def __enter__(self) -> TorchIO:
+        io = self.io
+        if io.mode == DEVICE:
+            _profiler_start(io)
+        self.previous = getattr(_local, "launch", None)
+        _local.launch = io
+        return io
+
+    def __exit__(self, *exc: object) -> None:
+        _local.launch = self.previous
+        self.io.close()
 
 
 def _profiler_start(io: TorchIO) -> None:

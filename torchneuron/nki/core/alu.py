@@ -36,39 +36,39 @@ _INV_SQRT_2PI = np.float32(0.3989422804014327)
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
-    return (0.5 * x * (1.0 + _erf(x * _INV_SQRT2))).astype(F32)
+    return (0.5 * x * (1.0 + _erf(x * _INV_SQRT2))).astype(F32, copy=False)
 
 
 def _gelu_dx(x: np.ndarray) -> np.ndarray:
-    return (0.5 * (1.0 + _erf(x * _INV_SQRT2)) + x * _INV_SQRT_2PI * np.exp(-0.5 * x * x)).astype(F32)
+    return (0.5 * (1.0 + _erf(x * _INV_SQRT2)) + x * _INV_SQRT_2PI * np.exp(-0.5 * x * x)).astype(F32, copy=False)
 
 
 def _gelu_tanh(x: np.ndarray) -> np.ndarray:
-    return (0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))).astype(F32)
+    return (0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))).astype(F32, copy=False)
 
 
 def _gelu_sigmoid_dx(x: np.ndarray) -> np.ndarray:
     s = _sigmoid(F32(1.702) * x)
-    return (s * (1 + F32(1.702) * x * (1 - s))).astype(F32)
+    return (s * (1 + F32(1.702) * x * (1 - s))).astype(F32, copy=False)
 
 
 def _silu_dx(x: np.ndarray) -> np.ndarray:
     s = _sigmoid(x)
-    return (s * (1.0 + x * (1.0 - s))).astype(F32)
+    return (s * (1.0 + x * (1.0 - s))).astype(F32, copy=False)
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:
-    return np.logaddexp(np.float32(0), x).astype(F32)
+    return np.logaddexp(np.float32(0), x).astype(F32, copy=False)
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (1.0 / np.sqrt(x)).astype(F32)
+        return (1.0 / np.sqrt(x)).astype(F32, copy=False)
 
 
 def _reciprocal(x: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
-        return (np.float32(1) / x).astype(F32)
+        return (np.float32(1) / x).astype(F32, copy=False)
 
 
 def _log(x: np.ndarray) -> np.ndarray:
@@ -88,11 +88,11 @@ UNARY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "trunc": np.trunc, "sin": np.sin, "cos": np.cos, "tan": np.tan, "arctan": np.arctan, "tanh": np.tanh,
     "sigmoid": _sigmoid, "relu": lambda x: np.maximum(x, F32(0)), "gelu": _gelu, "gelu_dx": _gelu_dx,
     "gelu_apprx_tanh": _gelu_tanh,
-    "gelu_apprx_sigmoid": lambda x: (x * _sigmoid(F32(1.702) * x)).astype(F32),
+    "gelu_apprx_sigmoid": lambda x: (x * _sigmoid(F32(1.702) * x)).astype(F32, copy=False),
     "gelu_apprx_sigmoid_dx": lambda x: _gelu_sigmoid_dx(x),
-    "silu": lambda x: (x * _sigmoid(x)).astype(F32), "silu_dx": _silu_dx, "softplus": _softplus,
-    "mish": lambda x: (x * np.tanh(_softplus(x))).astype(F32), "erf": _erf,
-    "erf_dx": lambda x: (2.0 / np.sqrt(np.pi) * np.exp(-x * x)).astype(F32),
+    "silu": lambda x: (x * _sigmoid(x)).astype(F32, copy=False), "silu_dx": _silu_dx, "softplus": _softplus,
+    "mish": lambda x: (x * np.tanh(_softplus(x))).astype(F32, copy=False), "erf": _erf,
+    "erf_dx": lambda x: (2.0 / np.sqrt(np.pi) * np.exp(-x * x)).astype(F32, copy=False),
     "logical_not": lambda x: (x == 0).astype(F32),
 }
 
@@ -155,6 +155,11 @@ REDUCE: dict[str, tuple[Callable[..., np.ndarray], float]] = {
     "abs_max": (lambda a, axis, keepdims: np.max(np.abs(a), axis=axis, keepdims=keepdims), 0.0),
     "abs_min": (lambda a, axis, keepdims: np.min(np.abs(a), axis=axis, keepdims=keepdims), np.inf),
 }
+
+
+# the ufunc reductions np.sum / np.max / np.min / np.prod run for an ndarray, without their Python wrapper
+_UFUNC_REDUCE = {"add": np.add.reduce, "maximum": np.maximum.reduce, "minimum": np.minimum.reduce,
+                 "multiply": np.multiply.reduce}
 
 
 def _subtract_reduce(a: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
@@ -223,6 +228,9 @@ def reduce(op: str, x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.
     if op not in REDUCE:
         raise fail(ERR_INVALID_ARG, f"{op} cannot reduce.", "reduce with add, maximum, minimum, multiply or a "
                    "logical/bitwise op.")
+    fast = _UFUNC_REDUCE.get(op)
+    if fast is not None and type(x) is np.ndarray:  # what np.sum / np.max / ... call for an ndarray
+        return np.asarray(fast(x, axis=axis, keepdims=keepdims), dtype=F32)
     fn, _ = REDUCE[op]
     if op.startswith("bitwise"):
         return fn(x.astype(np.int64), axis=axis, keepdims=keepdims)

@@ -70,22 +70,37 @@ def _uninitialised(size: int, dtype: np.dtype) -> np.ndarray:
     return np.full(size, dtypes.sentinel(dtype), dtype=dtypes.storage_dtype(dtype))
 
 
+# (shape, partition axis) -> (int shape, partitions, partition stride, size): a kernel allocates the same few
+# shapes over and over
+_LAYOUTS: dict[tuple[tuple[int, ...], int], tuple[tuple[int, ...], int, int, int]] = {}
+
+
+def _layout(shape: Any, partition_axis: int) -> tuple[tuple[int, ...], int, int, int]:
+    plain = tuple(map(int, shape))
+    layout = (plain, plain[partition_axis] if plain else 1, math.prod(plain[partition_axis + 1:]), math.prod(plain))
+    if len(_LAYOUTS) < 4096:
+        _LAYOUTS[(plain, partition_axis)] = layout
+    return layout
+
+
 class Storage:
     """One allocation. `data` is flat; views compute element offsets into it."""
 
     __slots__ = ("uid", "shape", "dtype", "buffer", "_name", "partition_axis", "written", "psum_fresh", "pending",
-                 "live", "result_mask", "_compute", "partitions", "partition_stride", "_data", "__weakref__")
+                 "live", "result_mask", "_compute", "partitions", "partition_stride", "size", "_data", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str = "",
                  partition_axis: int = 0, data: np.ndarray | None = None, track_writes: bool = False) -> None:
         self.uid = next(_ids)
-        self.shape = shape = tuple(map(int, shape))
+        layout = _LAYOUTS.get((shape, partition_axis)) if type(shape) is tuple else None
+        if layout is None:
+            layout = _layout(shape, partition_axis)
+        self.shape, self.partitions, self.partition_stride, size = layout
+        self.size = size
         self.dtype = dtype
         self.buffer = buffer
         self._name = name  # the default name is made only when asked for (errors, reprs)
         self.partition_axis = partition_axis
-        self.partitions = shape[partition_axis] if shape else 1
-        self.partition_stride = math.prod(shape[partition_axis + 1:])
         self._data = data  # made on first use: a result that is never materialised costs no memory
         psum = buffer.name == "psum"
         # outputs remember what was written (never-written outputs are an error); PSUM remembers it too,
@@ -94,7 +109,6 @@ class Storage:
         # PSUM: True where the next `accumulate=None` matmul must overwrite instead of add.
         self.psum_fresh: np.ndarray | None = None
         if track_writes or psum:
-            size = math.prod(shape)
             self.written = np.zeros(size, dtype=np.bool_)
             if psum:
                 self.psum_fresh = _TRUE[:size].copy() if size <= _TRUE.size else np.ones(size, dtype=np.bool_)
@@ -112,12 +126,8 @@ class Storage:
         """The flat values; uninitialised memory reads as the sentinel (NaN / 4)."""
         data = self._data
         if data is None:
-            data = self._data = _uninitialised(math.prod(self.shape), self.dtype)
+            data = self._data = _uninitialised(self.size, self.dtype)
         return data
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
 
     @property
     def bytes_per_partition(self) -> int:

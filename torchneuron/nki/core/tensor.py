@@ -57,7 +57,8 @@ def strided(data: np.ndarray, offset: int, shape: tuple[int, ...], strides: tupl
         return np.empty(shape, data.dtype)  # nothing to address
     if (_ROW_MAJOR.get(shape) or row_major_strides(shape)) == strides:
         # a contiguous run (`data` is flat): slicing and reshaping costs a third of the constructor
-        return data[offset:offset + math.prod(shape)].reshape(shape)
+        n = math.prod(shape)
+        return data.reshape(shape) if offset == 0 and n == data.size else data[offset:offset + n].reshape(shape)
     item = data.itemsize
     key = (strides, item)
     byte_strides = _BYTE_STRIDES.get(key)
@@ -117,8 +118,30 @@ class NkiTensor:
 
     @classmethod
     def whole(cls, storage: Storage) -> NkiTensor:
-        pdim = storage.partition_axis if storage.buffer.on_chip else 0
-        return cls(storage, storage.shape, row_major_strides(storage.shape), 0, pdim)
+        """The whole allocation (every allocation and kernel argument): what __init__ would compute, taken
+        from the storage, which knows it already."""
+        t = cls.__new__(cls)
+        shape = storage.shape
+        t.storage = storage
+        t.shape = shape
+        t.strides = _ROW_MAJOR.get(shape) or row_major_strides(shape)
+        t.offset = 0
+        if storage.buffer.on_chip:
+            t.pdim = storage.partition_axis
+            t.partitions = partitions = storage.partitions
+        else:
+            t.pdim = 0
+            t.partitions = partitions = shape[0] if shape else 1
+        t.index = None
+        t.bounds = ()
+        t.size = size = storage.size
+        t.checked = 0
+        t._data_src = t._data_view = t._views = None
+        t.dtype = storage.dtype
+        t.buffer = storage.buffer
+        t.ndim = len(shape)
+        t.free_size = size // (partitions or 1)
+        return t
 
     def derive(self, shape: tuple[int, ...], strides: tuple[int, ...] | None, offset: int, pdim: int | None = 0,
                index: np.ndarray | None = None, bounds: tuple[Bound, ...] = (),
@@ -164,6 +187,13 @@ class NkiTensor:
             shape[k] = n
             out += (np.arange(n, dtype=np.int64) * s).reshape(shape)
         return out
+
+    def covers_storage(self) -> bool:
+        """Whether this strided view is every element of its storage in row-major order (the storage's flat
+        arrays, as they are, are then this view's)."""
+        shape = self.storage.shape
+        return self.offset == 0 and self.shape == shape and self.strides == (_ROW_MAJOR.get(shape)
+                                                                             or row_major_strides(shape))
 
     def view_of(self, data: np.ndarray) -> np.ndarray:
         """This view over one of the storage's flat arrays (data, written, psum_fresh); made once."""
@@ -234,18 +264,37 @@ class NkiTensor:
         if self.index is None:
             if mask is None:
                 data = st._data
+                whole = self.covers_storage()
                 if data is None:
                     # a tile's first instruction usually writes all of it: then nothing can read the NaN / 4
                     # sentinel, and filling the new storage with it first is wasted
-                    if self.offset == 0 and self.shape == st.shape and self.strides == row_major_strides(st.shape):
-                        data = st._data = np.empty(self.size, dtype=dtypes.storage_dtype(st.dtype))
+                    if whole:
+                        dt = dtypes.storage_dtype(st.dtype)
+                        if type(values) is np.ndarray and values.shape == self.shape and values.dtype == dt:
+                            # already the tile's values in its dtype: a C-ordered copy is its memory (the bytes
+                            # copying them into np.empty would give, one NumPy call instead of three)
+                            own = values.copy()
+                            data = st._data = own.reshape(-1)
+                            if self._data_src is None:
+                                self._data_src, self._data_view = data, own
+                        else:
+                            data = st._data = np.empty(self.size, dtype=dt)
+                            self.view_of(data)[...] = values
                     else:
-                        data = st.data
-                self.view_of(data)[...] = values
+                        self.view_of(st.data)[...] = values
+                else:
+                    self.view_of(data)[...] = values
+                # the flags of a whole-tile write are set flat, without a view of them
                 if st.written is not None:
-                    self.view_of(st.written)[...] = True
+                    if whole:
+                        st.written.fill(True)
+                    else:
+                        self.view_of(st.written)[...] = True
                 if st.psum_fresh is not None:
-                    self.view_of(st.psum_fresh)[...] = False
+                    if whole:
+                        st.psum_fresh.fill(False)
+                    else:
+                        self.view_of(st.psum_fresh)[...] = False
                 return
             where = np.broadcast_to(mask, self.shape)
             np.copyto(self.view_of(st.data), values, where=where)
@@ -279,11 +328,13 @@ class NkiTensor:
         if st.pending is not None:
             st.flush()
         if self.index is None:
-            view = self.view_of(st.psum_fresh)
             if mask is None:
-                view[...] = fresh
+                if self.covers_storage():
+                    st.psum_fresh.fill(fresh)
+                else:
+                    self.view_of(st.psum_fresh)[...] = fresh
             else:
-                np.copyto(view, fresh, where=np.broadcast_to(mask, self.shape))
+                np.copyto(self.view_of(st.psum_fresh), fresh, where=np.broadcast_to(mask, self.shape))
         else:
             idx = self.safe_index(mask)
             st.psum_fresh[idx if mask is None else idx[np.broadcast_to(mask, self.shape)]] = fresh
@@ -301,6 +352,10 @@ class NkiTensor:
     # ---- indexing ----
     def __getitem__(self, key: Any) -> NkiTensor:
         if self.index is None:
+            if type(key) is tuple and len(key) == 2 and self.ndim == 2:
+                view = self._two_ranges(key)
+                if view is not None:
+                    return view
             plain = key if type(key) is tuple else (key,)
             for k in plain:
                 kind = type(k)
@@ -341,6 +396,42 @@ class NkiTensor:
             raise fail(ERR_SHAPE, f"too many indices ({len(out)}) for tensor `{self.name}` of rank {self.ndim}.",
                        "index each dimension at most once.")
         return tuple(out)
+
+    def _two_ranges(self, key: tuple[Any, Any]) -> NkiTensor | None:
+        """`t[a:b, c:d]` on a 2-D view (most of a kernel's indexing): what `_basic` computes for two step-1
+        slices of Python ints, or None for anything else (then `_basic` handles it, errors included)."""
+        k0, k1 = key
+        if type(k0) is not slice or type(k1) is not slice or k0.step is not None or k1.step is not None:
+            return None
+        n0, n1 = self.shape
+        a0, b0, a1, b1 = k0.start, k0.stop, k1.start, k1.stop
+        a0 = 0 if a0 is None else a0
+        a1 = 0 if a1 is None else a1
+        b0 = n0 if b0 is None else b0
+        b1 = n1 if b1 is None else b1
+        if type(a0) is not int or type(b0) is not int or type(a1) is not int or type(b1) is not int \
+                or not 0 <= a0 <= b0 <= n0 or not 0 <= a1 <= b1 <= n1:
+            return None  # negative bounds, other index types, out of range
+        s0, s1 = self.strides  # type: ignore[misc]
+        pdim = self.pdim if self.buffer.on_chip else 0
+        # the fields __init__ would compute, set directly (a view per operand of most instructions)
+        t = type(self).__new__(type(self))
+        t.storage = self.storage
+        t.shape = shape = (b0 - a0, b1 - a1)
+        t.strides = (s0, s1)
+        t.offset = self.offset + a0 * s0 + a1 * s1
+        t.pdim = pdim
+        t.index = None
+        t.bounds = ()
+        t.size = size = shape[0] * shape[1]
+        t.partitions = partitions = shape[pdim] if pdim is not None else 1
+        t.checked = 0
+        t._data_src = t._data_view = t._views = None
+        t.dtype = self.dtype
+        t.buffer = self.buffer
+        t.ndim = 2
+        t.free_size = size // (partitions or 1)
+        return t
 
     def _basic(self, key: tuple[Any, ...]) -> NkiTensor:
         """Slices and integers. An integer drops its dimension, except that a result stays at least 2-D
@@ -395,7 +486,9 @@ class NkiTensor:
             if self.ndim >= 2:
                 while droppable and len(shape) - len(droppable) < 2:
                     keep.add(droppable.pop())
-            for p in sorted((p for p in droppable if p not in keep), reverse=True):
+            for p in reversed(droppable):  # increasing positions: delete from the back
+                if p in keep:
+                    continue
                 del shape[p]
                 del strides[p]
                 if pdim is not None and pdim > p:

@@ -20,7 +20,10 @@ from .tensor import Bound, NkiTensor
 def _shape_arg(shape: Any) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    for s in shape:
+        if type(s) is not int:
+            return tuple(int(s) for s in shape)
+    return shape if type(shape) is tuple else tuple(shape)  # plain ints, the usual case: nothing to convert
 
 
 def _dim(t: NkiTensor, dim: int) -> int:

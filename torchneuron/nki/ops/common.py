@@ -205,14 +205,16 @@ def allocate(shape: Any, dtype: Any, buffer: Buffer = SBUF, name: str = "",
             raise fail(ERR_PARTITIONS, f"number of partitions {plain[paxis]} exceed architecture limitation of "
                        f"{run.target.pmax} (allocating {name or 'a tile'} of shape {plain}).",
                        f"split the leading dimension into tiles of {run.target.pmax} partitions.")
+        st = Storage(plain, dt, buffer, name, paxis)  # on chip: no HBM branch below applies, no write tracking
+        if run.accounting:
+            run.memory.place(st, physical_tiles)
+        return run.tensor_class.whole(st)
     if buffer.name == "shared_hbm":  # buffer == SHARED_HBM, without Buffer.__eq__'s call per allocation
         return _shared(run, plain, dt, name)
     if buffer.is_hbm and run.api == "legacy" and _at_kernel_level(run):
         # legacy kernels return nl.hbm outputs: one tensor for the whole grid, as shared_hbm is
         return _shared(run, plain, dt, name, buffer)
     st = Storage(plain, dt, buffer, name, paxis, track_writes=buffer.is_hbm)
-    if buffer.on_chip and run.accounting:
-        run.memory.place(st, physical_tiles)
     return run.tensor_class.whole(st)
 
 

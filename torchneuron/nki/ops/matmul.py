@@ -45,6 +45,8 @@ def _as_2d(t: NkiTensor, values: np.ndarray) -> np.ndarray:
 def check_matmul(api: str, dst: NkiTensor | None, stationary: NkiTensor, moving: NkiTensor,
                  is_transpose: bool) -> tuple[int, int, int]:
     run = context.current()
+    if not run.accounting:  # a repeat of a checked signature: the same operands passed every check below
+        return stationary.partitions, stationary.free_size, moving.free_size
     t = run.target
     check_buffer(stationary, api, "stationary", (SBUF,))
     check_buffer(moving, api, "moving", (SBUF,))
@@ -99,6 +101,8 @@ def _check_bank(api: str, dst: NkiTensor, bank_bytes: int) -> None:
 
 def check_transpose(api: str, data: NkiTensor, engine: str) -> None:
     run = context.current()
+    if not run.accounting:
+        return  # a repeat of a checked signature: the same operand passed then
     check_partitions(data, api, "data")
     p, f = data.partitions, data.free_size
     limit = 32 if engine == "vector" else run.target.pmax
@@ -208,14 +212,15 @@ def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = None, mask: np.n
                  api: str = "nc_transpose") -> None:
     run = context.current()
     eng = engine_name(engine)
-    check_transpose(api, data, eng)
     p, f = data.partitions, data.free_size
-    if eng == "tensor":
-        check_buffer(data, api, "data", (SBUF,))
-        check_buffer(dst, api, "dst", (PSUM,))
-    if dst.partitions != f or dst.free_size != p:
-        raise fail(ERR_SHAPE, f"'{api}' of a [{p}, {f}] tile needs a [{f}, {p}] dst, got {dst.shape}.",
-                   "swap the partition and free sizes for dst.")
+    if run.accounting:  # a repeat of a checked signature passed these checks
+        check_transpose(api, data, eng)
+        if eng == "tensor":
+            check_buffer(data, api, "data", (SBUF,))
+            check_buffer(dst, api, "dst", (PSUM,))
+        if dst.partitions != f or dst.free_size != p:
+            raise fail(ERR_SHAPE, f"'{api}' of a [{p}, {f}] tile needs a [{f}, {p}] dst, got {dst.shape}.",
+                       "swap the partition and free sizes for dst.")
     values = _as_2d(data, data.read(mask_for(mask, data.shape)))
     if data.buffer == PSUM:
         data.psum_mark(True)

@@ -68,13 +68,14 @@ def accumulate_into(dst: NkiTensor, result: np.ndarray, accumulate: Any, mask: A
         result = dst.read_compute() + result
     elif accumulate == "written":
         started = dst.written_values()
-        if started.all():
+        count = np.count_nonzero(started)  # all() / any() of a bool array, without NumPy's Python wrappers
+        if count == started.size:
             result = dst.read_compute() + result
-        elif started.any():
+        elif count:
             result = np.where(started, dst.read_compute() + result, result)
     elif accumulate is None:
         fresh = dst.psum_fresh_values()
-        if not fresh.all():
+        if np.count_nonzero(fresh) != fresh.size:
             result = np.where(fresh, result, dst.read_compute() + result)
     dst.write(dtypes.cast(result, dst.dtype), mask)
 

@@ -105,6 +105,11 @@ def tensor_partition_reduce(dst: NkiTensor, op: Any, data: NkiTensor, api: str =
     context.current().issue("gpsimd", cost.gpsimd_cycles(data.size), (data,), (dst,))
 
 
+# ndarray.sum without its Python wrapper (NumPy's _methods._sum calls exactly this): bn_stats / bn_aggr sum
+# a handful of small arrays per instruction
+_sum = np.add.reduce
+
+
 def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats", mask: np.ndarray | None = None) -> None:
     """Six values per partition: (count, mean, count*var) for the even and odd halves, mergeable by bn_aggr.
     A mask over the input leaves elements out of the statistics."""
@@ -115,7 +120,7 @@ def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats", mask: np.nd
     if n > 512:
         raise fail(ERR_DIM_LIMIT, f"'{api}' takes at most 512 elements per partition, got {n}.",
                    "split the free dim into chunks of nl.tile_size.bn_stats_fmax and aggregate with bn_aggr.")
-    x = read(data).reshape(data.partitions, -1).astype(np.float32)
+    x = read(data).reshape(data.partitions, -1).astype(np.float32, copy=False)  # only read below
     if mask is None:  # every element counts, with weight 1: no weights at all (the same bits)
         # contiguous halves: summed in the order np.where's copy of them would be
         halves = [(np.ascontiguousarray(x[:, 0::2]), None), (np.ascontiguousarray(x[:, 1::2]), None)]
@@ -125,12 +130,12 @@ def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats", mask: np.nd
     cols = []
     for h, k in halves:
         if k is None:
-            cnt, total = np.full((x.shape[0], 1), h.shape[1], np.float32), h.sum(axis=1, keepdims=True)
+            cnt, total = np.full((x.shape[0], 1), h.shape[1], np.float32), _sum(h, axis=1, keepdims=True)
         else:
             cnt, total = k.sum(axis=1, keepdims=True), np.where(k > 0, h, 0).sum(axis=1, keepdims=True)
         mean = (total / np.maximum(cnt, 1)).astype(np.float32)
         dev = (h - mean) ** 2
-        m2 = (dev if k is None else k * dev).sum(axis=1, keepdims=True).astype(np.float32)
+        m2 = _sum(dev if k is None else k * dev, axis=1, keepdims=True).astype(np.float32)
         cols += [cnt, mean, m2]
     write(dst, np.concatenate(cols, axis=1).reshape(dst.shape), None, api)
     run.issue("vector", max(cost.MIN_II, n), (data,), (dst,))
@@ -143,9 +148,9 @@ def bn_aggr(dst: NkiTensor, data: NkiTensor, api: str = "bn_aggr", mask: np.ndar
     if stats.shape[1] == 0:
         raise fail(ERR_SHAPE, f"'{api}' input has no statistics.", "pass the output of nisa.bn_stats.")
     cnt, mean, m2 = stats[..., 0], stats[..., 1], stats[..., 2]
-    total = cnt.sum(axis=1, keepdims=True)
-    gmean = (cnt * mean).sum(axis=1, keepdims=True) / np.maximum(total, 1)
-    var = (m2 + cnt * (mean - gmean) ** 2).sum(axis=1, keepdims=True) / np.maximum(total, 1)
+    total = _sum(cnt, axis=1, keepdims=True)
+    gmean = _sum(cnt * mean, axis=1, keepdims=True) / np.maximum(total, 1)
+    var = _sum(m2 + cnt * (mean - gmean) ** 2, axis=1, keepdims=True) / np.maximum(total, 1)
     write(dst, np.concatenate([gmean, var], axis=1).astype(np.float32).reshape(dst.shape),
           output_mask(api, mask, dst.shape), api)
     n = data.free_size

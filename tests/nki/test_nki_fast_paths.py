@@ -1,0 +1,132 @@
+"""Shortcuts the simulator takes on hot paths give what the general code gives: two-range indexing of 2-D
+views (`NkiTensor._two_ranges`) against `_basic`, storage layouts against a fresh computation, and the BLAS
+thread count a launch sets once (`blas.launch_scope`) against per-matmul setting."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from torchneuron.nki import dtypes
+from torchneuron.nki.core import blas
+from torchneuron.nki.core.buffers import HBM, PSUM, SBUF, Storage
+from torchneuron.nki.core.tensor import NkiTensor
+from torchneuron.nki.errors import NkiError
+
+_BOUNDS = (None, 0, 1, 3, 7, 8, -1, -3, 9, -9)
+
+
+def _message(e: Exception) -> str:
+    """The error without its source location (the line that raised differs)."""
+    text = str(e)
+    return text[text.index("[err_"):]
+
+
+def _views():
+    """2-D views of several kinds: whole tiles, transposed and sliced views, on chip and in HBM."""
+    for buffer, paxis in ((SBUF, 0), (PSUM, 0), (HBM, 0), (SBUF, 1)):
+        shape = (8, 8) if paxis == 0 else (2, 8, 8)
+        whole = NkiTensor.whole(Storage(shape, dtypes.float32, buffer, "t", paxis))
+        if paxis == 1:
+            yield whole._basic((1,))  # a block of a block tensor: 2-D, partition dim 0
+            continue
+        yield whole
+        yield whole.derive((8, 8), (1, 8), 0, 1 if buffer.on_chip else 0)  # transposed
+        yield whole._basic((slice(2, 6), slice(1, 7)))
+
+
+@pytest.mark.parametrize("view", list(_views()), ids=lambda v: f"{v.buffer.name}-{v.strides}-{v.offset}")
+def test_two_ranges_give_what_basic_gives(view) -> None:
+    for a0, b0, a1, b1 in itertools.product(_BOUNDS, repeat=4):
+        key = (slice(a0, b0), slice(a1, b1))
+        try:
+            want = view._basic(key)
+        except NkiError as e:
+            with pytest.raises(type(e)) as got:
+                view[key]
+            assert _message(got.value) == _message(e)
+            continue
+        got = view[key]
+        assert type(got) is type(want)
+        for name in NkiTensor.__slots__:
+            assert getattr(got, name) == getattr(want, name) or getattr(got, name) is getattr(want, name), name
+
+
+def test_two_ranges_leave_other_keys_to_basic() -> None:
+    t = NkiTensor.whole(Storage((8, 8), dtypes.float32, SBUF, "t"))
+    for key in ((slice(0, 8, 2), slice(None)), (slice(np.int64(1), 4), slice(None)), (slice(True, 4), slice(0, 2))):
+        assert t._two_ranges(key) is None
+        assert t[key].key() == t._basic(key).key()
+
+
+@pytest.mark.parametrize("shape, paxis", [((8, 4), 0), ((2, 8, 4), 1), ((), 0), ((5,), 0), ((3, 0, 2), 1)])
+def test_storage_layouts_match_a_fresh_computation(shape, paxis) -> None:
+    for given in (shape, tuple(np.int64(s) for s in shape), list(shape)):
+        st = Storage(given, dtypes.float32, SBUF, "t", paxis)
+        assert st.shape == shape and all(type(s) is int for s in st.shape)
+        assert st.partitions == (shape[paxis] if shape else 1)
+        assert st.partition_stride == int(np.prod(shape[paxis + 1:], dtype=np.int64))
+        assert st.size == int(np.prod(shape, dtype=np.int64)) == st.data.size
+        t = NkiTensor.whole(st)
+        fresh = NkiTensor(st, st.shape, t.strides, 0, t.pdim)
+        for name in NkiTensor.__slots__:
+            assert getattr(t, name) == getattr(fresh, name) or (getattr(t, name) is None is getattr(fresh, name))
+
+
+needs_setter = pytest.mark.skipif(blas._SETTER is None, reason="no openblas_set_num_threads_local")
+
+
+@needs_setter
+def test_a_launch_sets_one_blas_thread_once_and_restores_the_count(monkeypatch) -> None:
+    before = blas._SETTER(3)
+    try:
+        assert isinstance(blas.single_thread(), blas._Threads)  # outside a launch: set per product
+        with blas.launch_scope():
+            assert blas.single_thread() is blas._NULL
+            assert blas._SETTER(1) == 1  # the scope runs products on one thread
+            monkeypatch.setattr(blas, "_cores_idle", lambda: True)
+            large = blas.single_thread(blas._MANY_MACS)
+            assert isinstance(large, blas._Threads) and large.count == 3  # idle cores: the count from before
+            with large:
+                assert blas._SETTER(3) == 3
+            assert blas._SETTER(1) == 1
+            with blas.launch_scope():  # nested (a kernel's launch inside a launch is refused, but stay sound)
+                assert blas.single_thread() is blas._NULL
+            assert blas.single_thread(blas._MANY_MACS).count == 3
+        assert blas._SETTER(3) == 3  # restored on exit
+        assert blas.single_thread(blas._MANY_MACS) is blas._NULL  # outside a launch: as NumPy decides
+    finally:
+        blas._SETTER(before)
+
+
+def test_whole_tile_writes_set_the_psum_flags_of_exactly_the_elements_written() -> None:
+    st = Storage((4, 8), dtypes.float32, PSUM, "acc")
+    whole = NkiTensor.whole(st)
+    part = whole[0:2, 0:8]
+    row = whole._basic((slice(0, 1), slice(None)))
+    spread = row.derive((4, 8), (0, 1), 0, 0)  # offset 0 and as many elements as the storage, but one row
+    assert whole.covers_storage() and not part.covers_storage() and not spread.covers_storage()
+    part.write(np.ones((2, 8), np.float32))
+    assert st.written.reshape(4, 8)[:2].all() and not st.written.reshape(4, 8)[2:].any()
+    assert not st.psum_fresh.reshape(4, 8)[:2].any() and st.psum_fresh.reshape(4, 8)[2:].all()
+    whole.psum_mark(True)
+    assert st.psum_fresh.all()
+    spread.psum_mark(False)
+    assert not st.psum_fresh.reshape(4, 8)[0].any() and st.psum_fresh.reshape(4, 8)[1:].all()
+    whole.write(np.full((4, 8), 2.0, np.float32))
+    assert st.written.all() and not st.psum_fresh.any() and (st.data == 2.0).all()
+
+
+def test_a_target_hashes_as_its_fields_do() -> None:
+    import dataclasses
+
+    from torchneuron.nki import hardware
+
+    for target in (hardware.TRN1, hardware.TRN2):
+        twin = dataclasses.replace(target)  # equal, another object, its hash not made yet
+        assert twin == target and twin is not target
+        assert hash(twin) == hash(target) == hash(tuple(getattr(target, f.name) for f in dataclasses.fields(target)))
+        assert {target: 1}[twin] == 1
+        assert dataclasses.replace(target, pmax=64) != target
