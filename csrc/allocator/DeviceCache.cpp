@@ -62,6 +62,20 @@ C10_ALWAYS_INLINE void DeviceCache::update(c10::CachingAllocator::StatArray& sta
   }
 }
 
+// A free block in a split segment counts as an inactive split (torch.cuda's statistic); sign: +1 entering that
+// state, -1 leaving it (its size as it is now).
+C10_ALWAYS_INLINE void DeviceCache::countInactiveSplit(const Block* block, int sign) {
+  if (!block->isSplit()) return;
+  update(stats_.inactive_split, *block->pool, sign);
+  update(stats_.inactive_split_bytes, *block->pool, sign * static_cast<int64_t>(block->size));
+}
+
+// Freed: no longer active.
+C10_ALWAYS_INLINE void DeviceCache::deactivate(const Block* block) {
+  update(stats_.active, *block->pool, -1);
+  update(stats_.active_bytes, *block->pool, -static_cast<int64_t>(block->size));
+}
+
 namespace {
 bool worthSplitting(const BlockPool& pool, size_t remaining) {
   return pool.is_small ? remaining >= kMinBlockSize : remaining > kSmallSize;
@@ -106,8 +120,7 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
     block->next = rest;
     block->size = size;
     insertFree(pool, rest);
-    update(stats_.inactive_split, pool, 1);
-    update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(rest->size));
+    countInactiveSplit(rest, 1);
   }
 
   block->allocated = true;
@@ -161,10 +174,7 @@ bool DeviceCache::recordStreamIfLive(void* ptr, int stream) {
 void DeviceCache::takeFreeBlock(BlockPool& pool, std::set<Block*, BlockOrder>::iterator it) {
   Block* block = *it;
   keepNode(pool.blocks.extract(it));
-  if (block->isSplit()) {
-    update(stats_.inactive_split, pool, -1);
-    update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(block->size));
-  }
+  countInactiveSplit(block, -1);
 }
 
 // The free block at `it` gives its first `size` bytes to a new block (returned, not in the tree) and stays in the
@@ -177,10 +187,7 @@ Block* DeviceCache::splitInPlace(BlockPool& pool, std::set<Block*, BlockOrder>::
   if (it != pool.blocks.begin() && !(orderKey(*std::prev(it)) < orderKey(rest->stream, remaining, rest_ptr))) {
     return nullptr;
   }
-  if (rest->isSplit()) {
-    update(stats_.inactive_split, pool, -1);
-    update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(rest->size));
-  }
+  countInactiveSplit(rest, -1);
   Block* block = newBlock(rest->stream, size, &pool, rest->ptr);
   block->prev = rest->prev;
   if (block->prev) block->prev->next = block;
@@ -188,8 +195,7 @@ Block* DeviceCache::splitInPlace(BlockPool& pool, std::set<Block*, BlockOrder>::
   rest->prev = block;
   rest->ptr = rest_ptr;
   rest->size = remaining;
-  update(stats_.inactive_split, pool, 1);
-  update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(rest->size));
+  countInactiveSplit(rest, 1);
   return block;
 }
 
@@ -281,13 +287,8 @@ void DeviceCache::free(Block* block) {  // under mutex_
 
 // Same statistics as freeBlock would give the block if neither neighbour were free.
 void DeviceCache::park(Block* block) {
-  BlockPool& pool = *block->pool;
-  update(stats_.active, pool, -1);
-  update(stats_.active_bytes, pool, -static_cast<int64_t>(block->size));
-  if (block->isSplit()) {
-    update(stats_.inactive_split, pool, 1);
-    update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(block->size));
-  }
+  deactivate(block);
+  countInactiveSplit(block, 1);
   block->parked = true;  // first: the oldest, merged below, may be its neighbour
   if (num_parked_ == kParked) coalesce(takeParked(0));  // the oldest joins its pool
   parked_[num_parked_++] = block;
@@ -299,10 +300,7 @@ Block* DeviceCache::takeParked(size_t i) {
   std::copy(parked_ + i + 1, parked_ + num_parked_, parked_ + i);
   --num_parked_;
   block->parked = false;
-  if (block->isSplit()) {
-    update(stats_.inactive_split, *block->pool, -1);
-    update(stats_.inactive_split_bytes, *block->pool, -static_cast<int64_t>(block->size));
-  }
+  countInactiveSplit(block, -1);
   return block;
 }
 
@@ -319,9 +317,7 @@ void DeviceCache::mergeParked() {
 }
 
 void DeviceCache::freeBlock(Block* block) {
-  BlockPool& pool = *block->pool;
-  update(stats_.active, pool, -1);
-  update(stats_.active_bytes, pool, -static_cast<int64_t>(block->size));
+  deactivate(block);
   coalesce(block);
 }
 
@@ -337,10 +333,7 @@ void DeviceCache::coalesce(Block* block) {
     if (mergeable(neighbour)) mergeInto(block, neighbour);
   }
   insertFree(pool, block);
-  if (block->isSplit()) {
-    update(stats_.inactive_split, pool, 1);
-    update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(block->size));
-  }
+  countInactiveSplit(block, 1);
 }
 
 // The freed `block` joins its one free neighbour `keep`, which stays in the tree with the merged key when that
@@ -354,8 +347,7 @@ bool DeviceCache::mergeInPlace(Block* block, Block* keep) {
   if (after != pool.blocks.end() && !(orderKey(keep->stream, merged_size, merged_ptr) < orderKey(*after))) {
     return false;
   }
-  update(stats_.inactive_split, pool, -1);
-  update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(keep->size));
+  countInactiveSplit(keep, -1);
   if (keep == block->prev) {
     keep->next = block->next;
     if (keep->next) keep->next->prev = keep;
@@ -366,18 +358,14 @@ bool DeviceCache::mergeInPlace(Block* block, Block* keep) {
   keep->ptr = merged_ptr;
   keep->size = merged_size;
   dropBlock(block);
-  if (keep->isSplit()) {
-    update(stats_.inactive_split, pool, 1);
-    update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(keep->size));
-  }
+  countInactiveSplit(keep, 1);
   return true;
 }
 
 void DeviceCache::mergeInto(Block* dst, Block* src) {
   BlockPool& pool = *dst->pool;
   keepNode(pool.blocks.extract(src->pos));
-  update(stats_.inactive_split, pool, -1);
-  update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(src->size));
+  countInactiveSplit(src, -1);
   if (dst->prev == src) {
     dst->ptr = src->ptr;
     dst->prev = src->prev;

@@ -85,6 +85,8 @@ class DeviceCache {
 
  private:
   void update(c10::CachingAllocator::StatArray& stat, const BlockPool& pool, int64_t delta);
+  void countInactiveSplit(const Block* block, int sign);
+  void deactivate(const Block* block);
   void free(Block* block);
   // Block records come from and go back to spare_: a small op splits a block on allocation and merges it back
   // on free, and a heap allocation plus free per op for that was a tenth of the allocator's cost.

@@ -279,6 +279,18 @@ class TorchIO:
             self._outputs[id(base)] = (base, t, flat.nbytes)
         return flat
 
+    def _whole_tensor(self, arr: np.ndarray) -> Any:
+        """The output or input tensor whose whole memory C-contiguous ``arr`` is, or None."""
+        # a C-contiguous view as large as an output's whole memory, inside it, starts where it starts: that
+        # output (found by the array its views share as `.base`, without asking NumPy for the address)
+        base = arr.base
+        out = self._outputs.get(id(base)) if base is not None else None
+        if out is not None and out[0] is base:
+            _, t, nbytes = out
+        else:
+            t, nbytes = self._owners.get(_address(arr), (None, 0))
+        return t if t is not None and nbytes == arr.nbytes and _TO_NKI[t.dtype] == arr.dtype else None
+
     def from_numpy(self, arr: np.ndarray) -> Any:
         """A returned tile's values as a torch tensor: the tensor that owns the memory when the tile is a
         whole output (or input) allocation, else a new tensor on the device holding a copy."""
@@ -287,18 +299,9 @@ class TorchIO:
         shape = arr.shape  # Python ints
         if self.mode == SHAPE:
             return torch.empty(shape, dtype=torch_dtype(arr.dtype), device=self.device)
-        if arr.flags.c_contiguous:
-            # a C-contiguous view as large as an output's whole memory, inside it, starts where it starts:
-            # that output (what the address lookup below would find)
-            base = arr.base
-            out = self._outputs.get(id(base)) if base is not None else None
-            if out is not None and out[0] is base and out[2] == arr.nbytes and _TO_NKI[out[1].dtype] == arr.dtype:
-                t = out[1]
-                return t if t.shape == shape else t.view(shape)
-            owner = self._owners.get(_address(arr))
-            if owner is not None and owner[1] == arr.nbytes and _TO_NKI[owner[0].dtype] == arr.dtype:
-                t = owner[0]
-                return t if t.shape == shape else t.view(shape)
+        t = self._whole_tensor(arr) if arr.flags.c_contiguous else None
+        if t is not None:
+            return t if t.shape == shape else t.view(shape)
         t = torch.empty(shape, dtype=torch_dtype(arr.dtype), device=self.device)
         _numpy_view(self._host(t))[...] = arr
         return t

@@ -117,24 +117,20 @@ class NkiTensor:
         self.free_size = size // (partitions or 1)
 
     @classmethod
-    def whole(cls, storage: Storage) -> NkiTensor:
-        """The whole allocation (every allocation and kernel argument): what __init__ would compute, taken
-        from the storage, which knows it already."""
+    def _strided_view(cls, storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...], offset: int,
+                      pdim: int | None, partitions: int, size: int) -> NkiTensor:
+        """What __init__ makes of a strided view (no gather) whose fields the caller already knows: whole
+        allocations and 2-D range views, most of a kernel's tensors, skip its conversions and products."""
         t = cls.__new__(cls)
-        shape = storage.shape
         t.storage = storage
         t.shape = shape
-        t.strides = _ROW_MAJOR.get(shape) or row_major_strides(shape)
-        t.offset = 0
-        if storage.buffer.on_chip:
-            t.pdim = storage.partition_axis
-            t.partitions = partitions = storage.partitions
-        else:
-            t.pdim = 0
-            t.partitions = partitions = shape[0] if shape else 1
+        t.strides = strides
+        t.offset = offset
+        t.pdim = pdim
         t.index = None
         t.bounds = ()
-        t.size = size = storage.size
+        t.size = size
+        t.partitions = partitions
         t.checked = 0
         t._data_src = t._data_view = t._views = None
         t.dtype = storage.dtype
@@ -142,6 +138,16 @@ class NkiTensor:
         t.ndim = len(shape)
         t.free_size = size // (partitions or 1)
         return t
+
+    @classmethod
+    def whole(cls, storage: Storage) -> NkiTensor:
+        """The whole allocation (every allocation and kernel argument), from what the storage knows already."""
+        shape = storage.shape
+        strides = _ROW_MAJOR.get(shape) or row_major_strides(shape)
+        if storage.buffer.on_chip:
+            return cls._strided_view(storage, shape, strides, 0, storage.partition_axis, storage.partitions,
+                                     storage.size)
+        return cls._strided_view(storage, shape, strides, 0, 0, shape[0] if shape else 1, storage.size)
 
     def derive(self, shape: tuple[int, ...], strides: tuple[int, ...] | None, offset: int, pdim: int | None = 0,
                index: np.ndarray | None = None, bounds: tuple[Bound, ...] = (),
@@ -263,38 +269,15 @@ class NkiTensor:
         st._compute = None
         if self.index is None:
             if mask is None:
-                data = st._data
                 whole = self.covers_storage()
-                if data is None:
-                    # a tile's first instruction usually writes all of it: then nothing can read the NaN / 4
-                    # sentinel, and filling the new storage with it first is wasted
-                    if whole:
-                        dt = dtypes.storage_dtype(st.dtype)
-                        if type(values) is np.ndarray and values.shape == self.shape and values.dtype == dt:
-                            # already the tile's values in its dtype: a C-ordered copy is its memory (the bytes
-                            # copying them into np.empty would give, one NumPy call instead of three)
-                            own = values.copy()
-                            data = st._data = own.reshape(-1)
-                            if self._data_src is None:
-                                self._data_src, self._data_view = data, own
-                        else:
-                            data = st._data = np.empty(self.size, dtype=dt)
-                            self.view_of(data)[...] = values
-                    else:
-                        self.view_of(st.data)[...] = values
+                if st._data is None and whole:
+                    self._first_whole_write(st, values)
                 else:
-                    self.view_of(data)[...] = values
-                # the flags of a whole-tile write are set flat, without a view of them
+                    self.view_of(st.data)[...] = values
                 if st.written is not None:
-                    if whole:
-                        st.written.fill(True)
-                    else:
-                        self.view_of(st.written)[...] = True
+                    self._set_all(st.written, True, whole)
                 if st.psum_fresh is not None:
-                    if whole:
-                        st.psum_fresh.fill(False)
-                    else:
-                        self.view_of(st.psum_fresh)[...] = False
+                    self._set_all(st.psum_fresh, False, whole)
                 return
             where = np.broadcast_to(mask, self.shape)
             np.copyto(self.view_of(st.data), values, where=where)
@@ -314,6 +297,28 @@ class NkiTensor:
         if st.psum_fresh is not None:
             st.psum_fresh[idx] = False
 
+    def _first_whole_write(self, st: Storage, values: Any) -> None:
+        """A tile's first instruction usually writes all of it: then nothing can read the NaN / 4 sentinel,
+        and filling the new storage with it first is wasted."""
+        dt = dtypes.storage_dtype(st.dtype)
+        if type(values) is np.ndarray and values.shape == self.shape and values.dtype == dt:
+            # already the tile's values in its dtype: a C-ordered copy is its memory (the bytes copying them
+            # into np.empty would give, one NumPy call instead of three)
+            own = values.copy()
+            st._data = own.reshape(-1)
+            if self._data_src is None:
+                self._data_src, self._data_view = st._data, own
+        else:
+            st._data = np.empty(self.size, dtype=dt)
+            self.view_of(st._data)[...] = values
+
+    def _set_all(self, flat: np.ndarray, value: bool, whole: bool) -> None:
+        """Sets one of the storage's flag arrays over this view: flat when the view is the whole storage."""
+        if whole:
+            flat.fill(value)
+        else:
+            self.view_of(flat)[...] = value
+
     def written_values(self) -> np.ndarray:
         """Which elements of this view have ever been written (HBM outputs and PSUM)."""
         written = self.storage.written
@@ -329,10 +334,7 @@ class NkiTensor:
             st.flush()
         if self.index is None:
             if mask is None:
-                if self.covers_storage():
-                    st.psum_fresh.fill(fresh)
-                else:
-                    self.view_of(st.psum_fresh)[...] = fresh
+                self._set_all(st.psum_fresh, fresh, self.covers_storage())
             else:
                 np.copyto(self.view_of(st.psum_fresh), fresh, where=np.broadcast_to(mask, self.shape))
         else:
@@ -414,24 +416,9 @@ class NkiTensor:
             return None  # negative bounds, other index types, out of range
         s0, s1 = self.strides  # type: ignore[misc]
         pdim = self.pdim if self.buffer.on_chip else 0
-        # the fields __init__ would compute, set directly (a view per operand of most instructions)
-        t = type(self).__new__(type(self))
-        t.storage = self.storage
-        t.shape = shape = (b0 - a0, b1 - a1)
-        t.strides = (s0, s1)
-        t.offset = self.offset + a0 * s0 + a1 * s1
-        t.pdim = pdim
-        t.index = None
-        t.bounds = ()
-        t.size = size = shape[0] * shape[1]
-        t.partitions = partitions = shape[pdim] if pdim is not None else 1
-        t.checked = 0
-        t._data_src = t._data_view = t._views = None
-        t.dtype = self.dtype
-        t.buffer = self.buffer
-        t.ndim = 2
-        t.free_size = size // (partitions or 1)
-        return t
+        shape = (b0 - a0, b1 - a1)
+        return self._strided_view(self.storage, shape, (s0, s1), self.offset + a0 * s0 + a1 * s1, pdim,
+                                  shape[pdim] if pdim is not None else 1, shape[0] * shape[1])
 
     def _basic(self, key: tuple[Any, ...]) -> NkiTensor:
         """Slices and integers. An integer drops its dimension, except that a result stays at least 2-D

@@ -56,10 +56,12 @@ def strided_penalty(*operands: Any) -> float:
     return 1.0
 
 
-def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine: str = "vector") -> None:
+def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine: Any = None) -> None:
+    """Charges an elementwise instruction on `engine` (as the caller got it: resolved here, after the gate)."""
     run = context.current()
-    if not run.accounting:
+    if not run.accounting:  # a repeat of a checked signature charges nothing
         return
+    engine = _engine_name(engine, "vector")
     tensors = [t for t in inputs if isinstance(t, NkiTensor)]
     n = dst.free_size
     for t in tensors:
@@ -120,8 +122,7 @@ def tensor_tensor(dst: NkiTensor, data1: Any, data2: Any, op: Any, engine: Any =
     else:
         values = alu.binary(name, read(data1, mask), read(data2, mask))
     write(dst, values, mask, api)
-    if context.current().accounting:  # a repeat of a checked signature charges nothing
-        _vector_cost(api, dst, [data1, data2], "tensor_tensor", _engine_name(engine, "vector"))
+    _vector_cost(api, dst, [data1, data2], "tensor_tensor", engine)
 
 
 def _scalar_operand(v: Any, dst: NkiTensor, api: str, arg: str) -> Any:
@@ -151,8 +152,7 @@ def tensor_scalar(dst: NkiTensor, data: Any, op0: Any, operand0: Any, reverse0: 
         name = alu.op_name(op)
         x = alu.binary(name, s, x) if reverse else alu.binary(name, x, s)
     write(dst, x, mask, api)
-    if context.current().accounting:  # a repeat of a checked signature charges nothing
-        _vector_cost(api, dst, [data, operand0, operand1], "tensor_scalar", _engine_name(engine, "vector"))
+    _vector_cost(api, dst, [data, operand0, operand1], "tensor_scalar", engine)
 
 
 def scalar_tensor_tensor(dst: NkiTensor, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
@@ -167,8 +167,7 @@ def scalar_tensor_tensor(dst: NkiTensor, data: Any, op0: Any, operand0: Any, op1
     n1 = alu.op_name(op1)
     x = alu.binary(n1, t, x) if reverse1 else alu.binary(n1, x, t)
     write(dst, x, mask, api)
-    if context.current().accounting:  # a repeat of a checked signature charges nothing
-        _vector_cost(api, dst, [data, operand1], "stt")
+    _vector_cost(api, dst, [data, operand1], "stt")
 
 
 def _activation_vector(v: Any, dst: NkiTensor, api: str, arg: str, code_type: str) -> Any:
@@ -258,8 +257,7 @@ def tensor_copy(dst: NkiTensor, src: Any, engine: Any = None, mask: np.ndarray |
         dst.write(values, mask_for(mask, dst.shape))
     else:
         write(dst, read(src, mask), mask, api)
-    if context.current().accounting:  # a repeat of a checked signature charges nothing
-        _vector_cost(api, dst, [src], "copy", eng)
+    _vector_cost(api, dst, [src], "copy", eng)
 
 
 def memset(dst: NkiTensor, value: Any, engine: Any = None, mask: np.ndarray | None = None, api: str = "memset") -> None:
