@@ -78,3 +78,35 @@ def test_importing_nki_does_not_initialise_the_device():
                           "cpu_allocator_replaced": tn._C._captures_cpu_allocations()}))
     """, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     assert out == {"sum": 64.0, "initialised": False, "cpu_allocator_replaced": False}
+
+
+REGISTRATIONS = """
+import json, torch
+out = {}
+for key in torch._C.DispatchKey.__members__:
+    try:
+        out[key] = sorted(torch._C._dispatch_get_registrations_for_dispatch_key(key))
+    except RuntimeError:  # alias and per-backend keys the query does not take
+        pass
+print(json.dumps(out))
+"""
+
+# Outside the neuron keys, what autoload may register, and why: a meta kernel for the fused GRU cell, which has
+# no meta kernel in PyTorch (CPU never reaches it) and which fake neuron tensors need; fallthroughs that let a
+# conjugated or negated view reach the neuron copy kernel (only backends that copy through `_copy_from` call it).
+ALLOWED_OUTSIDE_NEURON_KEYS = {
+    "Meta": {"aten::_thnn_fused_gru_cell", "aten::_thnn_fused_gru_cell_backward"},
+    "Conjugate": {"aten::_copy_from", "aten::_copy_from_and_resize"},
+    "Negative": {"aten::_copy_from", "aten::_copy_from_and_resize"},
+}
+
+
+def test_autoload_registers_no_kernel_a_cpu_program_can_reach():
+    without = run_python_json(REGISTRATIONS, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    with_tn = run_python_json(REGISTRATIONS, TORCH_DEVICE_BACKEND_AUTOLOAD="1")
+    added = {key: set(with_tn[key]) - set(without.get(key, ())) for key in with_tn}
+    removed = {key: set(without[key]) - set(with_tn.get(key, ())) for key in without}
+    assert not any(removed.values()), removed
+    assert len(added["PrivateUse1"]) > 100  # the query sees torchneuron's kernels, so it would see a stray one
+    outside = {key: ops for key, ops in added.items() if ops and "PrivateUse1" not in key}
+    assert outside == ALLOWED_OUTSIDE_NEURON_KEYS
