@@ -89,6 +89,10 @@ for _op, _kinds in {
 }.items():
     for _kind in _kinds:
         SAMPLE_DEPENDENT[(_op, _kind, torch.float64)] = _FP64_PRECISION
+# float_power computes in float64 whatever its inputs; its gradient sums float64 products over the
+# broadcast dimensions, which neuron computes in float32, so cancellation there leaves float32 rounding.
+for _dtype in (torch.float32, torch.float64):
+    SAMPLE_DEPENDENT[("float_power", "grad", _dtype)] = _FP64_PRECISION
 
 # float16 goes the bf16 way where ATen's generic decompositions run (chunked linear_cross_entropy).
 for _op, _kinds in {
@@ -105,14 +109,7 @@ XFAIL[("nn.functional.mish", "grad", torch.float16)] = (
 )
 
 # (op, dtype) -> (rtol, atol, reason): where neuron legitimately computes differently from the CPU.
-_THREADS = (
-    "backward runs in autograd's neuron thread with one intra-op thread (TORCHNEURON_AUTOGRAD_THREADS, see "
-    "csrc/aten/native/HostThreads.cpp); the CPU reference splits layer_norm's backward reduction over all its "
-    "threads, so the low-precision gradient can round one ulp apart"
-)
 TOLERANCE: dict[tuple[str, torch.dtype | None], tuple[float, float, str]] = {
-    ("native_layer_norm", torch.bfloat16): (3.2e-2, 1e-3, _THREADS),
-    ("native_layer_norm", torch.float16): (2e-2, 2e-4, _THREADS),
 }
 
 
