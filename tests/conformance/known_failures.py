@@ -86,6 +86,7 @@ for _op, _kinds in {
     "nn.functional.multi_head_attention_forward": ("sample", "noncontig"),
     "nn.functional.scaled_dot_product_attention": ("noncontig", "grad"),
     "linalg.eig": ("out",),
+    "linalg.lstsq": ("grad",), "linalg.lstsq.grad_oriented": ("grad",),
 }.items():
     for _kind in _kinds:
         SAMPLE_DEPENDENT[(_op, _kind, torch.float64)] = _FP64_PRECISION
