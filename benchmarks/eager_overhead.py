@@ -80,29 +80,34 @@ print(t1 - t0, time.perf_counter() - t1)
 """
 
 
-def _program_pair(pair: int, concurrent: bool) -> dict[bool, tuple[float, float]]:
-    """One run with the autoload and one without: (import, run) seconds each. Concurrent runs share whatever
-    the host does to the VM at that moment, each on a core of its own (swapped every pair) and one thread;
-    sequential runs alternate their order."""
+def _times(autoload: bool, proc: subprocess.Popen) -> tuple[float, float]:
+    stdout, _ = proc.communicate()
+    if proc.returncode:
+        raise RuntimeError(f"the CPU-only program failed (autoload={autoload}, exit {proc.returncode})")
+    imp, run = stdout.split()
+    return float(imp), float(run)
+
+
+def _program_pair(pair: int, cores: list[int] | None) -> dict[bool, tuple[float, float]]:
+    """One run with the autoload and one without: (import, run) seconds each. Given two cores, the runs go
+    side by side, sharing whatever the host does to the VM at that moment, each on a core of its own (swapped
+    every pair) with one thread; without, one after the other in alternating order."""
     order = (True, False) if pair % 2 == 0 else (False, True)
-    procs = {}
+    out, side_by_side = {}, []
     for slot, autoload in enumerate(order):
         env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "1" if autoload else "0"}
         pin = None
-        if concurrent:
+        if cores:
             env["OMP_NUM_THREADS"] = "1"
-            pin = functools.partial(os.sched_setaffinity, 0, {sorted(os.sched_getaffinity(0))[slot]})
-        procs[autoload] = subprocess.Popen([sys.executable, "-c", CPU_PROGRAM], env=env, stdout=subprocess.PIPE,
-                                           text=True, preexec_fn=pin)
-        if not concurrent:
-            procs[autoload].wait()
-    out = {}
-    for autoload, proc in procs.items():
-        stdout, _ = proc.communicate()
-        if proc.returncode:
-            raise RuntimeError(f"the CPU-only program failed (autoload={autoload}, exit {proc.returncode})")
-        imp, run = stdout.split()
-        out[autoload] = (float(imp), float(run))
+            pin = functools.partial(os.sched_setaffinity, 0, {cores[slot]})
+        proc = subprocess.Popen([sys.executable, "-c", CPU_PROGRAM], env=env, stdout=subprocess.PIPE, text=True,
+                                preexec_fn=pin)
+        if cores:
+            side_by_side.append((autoload, proc))
+        else:
+            out[autoload] = _times(autoload, proc)
+    for autoload, proc in side_by_side:
+        out[autoload] = _times(autoload, proc)
     return out
 
 
@@ -112,11 +117,12 @@ def cpu_program(pairs: int = 41) -> dict:
     process differed from the next by up to 30 %, and 15 sequential pairs put the median ratio of two
     identical programs anywhere in 0.97-1.05; concurrent pairs have a per-pair spread of 1-3 % and 41 of them
     put an identical pair's median within 0.3 % of 1."""
-    concurrent = hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) >= 2
-    runs = [_program_pair(i, concurrent) for i in range(pairs)]
+    available = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    cores = available[:2] if len(available) >= 2 else None
+    runs = [_program_pair(i, cores) for i in range(pairs)]
     ratios = sorted(r[True][1] / r[False][1] for r in runs)
     return {
-        "method": "concurrent, one pinned core and one thread each" if concurrent else "sequential, alternated",
+        "method": "concurrent, one pinned core and one thread each" if cores else "sequential, alternated",
         "pairs": pairs,
         "run_s_with_autoload": statistics.median(r[True][1] for r in runs),
         "run_s_without": statistics.median(r[False][1] for r in runs),

@@ -46,12 +46,16 @@ _VALUE_KINDS = (np.dtype, np.generic, enum.Enum)
 _TENSOR_TYPES: set[type] = set()  # torch.Tensor classes seen (checked by isinstance once per class)
 
 
+def _tensor_part(value: Any) -> tuple[Any, ...]:
+    return "tensor", value.shape, value.dtype, value.stride(), value.storage_offset(), value.device
+
+
 def _part(value: Any) -> Any:
     kind = type(value)
     if kind in _PLAIN:
         return kind, value  # the type too: 1, 1.0 and True are one dict key
     if kind in _TENSOR_TYPES:
-        return "tensor", value.shape, value.dtype, value.stride(), value.storage_offset(), value.device
+        return _tensor_part(value)
     if kind is tuple or kind is list:
         return kind, tuple(_part(v) for v in value)
     if kind is dict:
@@ -64,7 +68,7 @@ def _part(value: Any) -> Any:
     if torch is not None:
         if isinstance(value, torch.Tensor):
             _TENSOR_TYPES.add(kind)
-            return "tensor", value.shape, value.dtype, value.stride(), value.storage_offset(), value.device
+            return _tensor_part(value)
         if kind is torch.dtype:
             return kind, value
     raise _Unseen

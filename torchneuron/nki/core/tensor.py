@@ -269,7 +269,9 @@ class NkiTensor:
         st._compute = None
         if self.index is None:
             if mask is None:
-                whole = self.covers_storage()
+                # the layout test only where it decides something: a first write, or flags to set (PSUM's
+                # fresh flags come with written ones); an SBUF tile's later writes skip it
+                whole = (st._data is None or st.written is not None) and self.covers_storage()
                 if st._data is None and whole:
                     self._first_whole_write(st, values)
                 else:
