@@ -85,12 +85,12 @@ def main() -> None:
     warnings.simplefilter("ignore")
     try:
         import torchneuron  # noqa: F401
-        from torchneuron.lowering import eager
+        from torchneuron.programs import strict_eager
 
-        on_device = eager.install(False) is not False and torch.neuron.device_count() > 0  # type: ignore[attr-defined]
+        on_device = strict_eager.install(False) is not False and torch.neuron.device_count() > 0  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001 - the device layer is optional for this benchmark
         on_device = False
-    from torchneuron.lowering.single_op import program_cache, run_op
+    from torchneuron.programs.single_op import program_cache, run_op
 
     dev = "neuron" if on_device else "cpu"
     sync = (lambda: torch.neuron.synchronize()) if on_device else (lambda: None)  # type: ignore[attr-defined]
@@ -98,7 +98,7 @@ def main() -> None:
 
     def strict(on: bool) -> None:
         if on_device:
-            eager.install(on)
+            strict_eager.install(on)
 
     if not on_device:  # no device layer: drive the same programs through the dispatcher-free entry point
         from torch.utils._python_dispatch import TorchDispatchMode

@@ -15,7 +15,7 @@ import torchneuron  # noqa: F401  (registers the device even when autoload is of
 
 @pytest.fixture(autouse=True)
 def _quiet_fallback_warnings():
-    # Coverage warnings are tested where they matter (tests/lowering); elsewhere they are noise.
+    # Fallback warnings are tested where they matter (tests/programs); elsewhere they are noise.
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*has no StableHLO lowering.*")
         yield

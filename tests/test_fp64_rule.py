@@ -12,8 +12,8 @@ import torch.nn.functional as F
 
 from tests.helpers import ROOT
 from torchneuron import fp64_rule
-from torchneuron.lowering import coverage, eager
-from torchneuron.lowering.single_op import OpProgram, program_cache
+from torchneuron.programs import fallbacks, strict_eager
+from torchneuron.programs.single_op import OpProgram, program_cache
 
 TINY = 2.0 ** -40
 
@@ -62,8 +62,8 @@ def results():
     an, bn = a.to("neuron"), b.to("neuron")
     host = {name: fn(an, bn).cpu() for name, (fn, _) in CASES.items()}
     lowered, programs = {}, {}
-    eager.install(True)
-    coverage.install_policy()
+    strict_eager.install(True)
+    fallbacks.install_policy()
     try:
         for name, (fn, _) in CASES.items():
             program_cache().clear()
@@ -72,8 +72,8 @@ def results():
             programs[name] = built
 
     finally:
-        eager.install(False)
-        coverage.install_policy()
+        strict_eager.install(False)
+        fallbacks.install_policy()
         program_cache().clear()
     return a, b, host, lowered, programs
 

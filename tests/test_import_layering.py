@@ -114,6 +114,21 @@ def test_package_has_no_import_cycles():
     assert [c for c in cycles(graph) if not _known(c)] == []
 
 
+# The front end turns a function or FX graph into StableHLO text; running it (the device, a compiler, the
+# profiler, the estimator) is torchneuron.programs' job, which sits above it.
+_ABOVE_THE_FRONT_END = ("torchneuron._C", "torchneuron.compiler", "torchneuron.profiler", "torchneuron.estimator",
+                        "torchneuron.programs")
+
+
+def test_lowering_imports_nothing_that_runs_programs():
+    graph = import_graph()
+    front_end = [m for m in graph if m == "torchneuron.lowering" or m.startswith("torchneuron.lowering.")]
+    assert "torchneuron.lowering.coverage" in front_end
+    bad = {m: sorted(t for t in graph[m] if t in _ABOVE_THE_FRONT_END or t.startswith(
+        tuple(f"{a}." for a in _ABOVE_THE_FRONT_END))) for m in front_end}
+    assert {m: t for m, t in bad.items() if t} == {}
+
+
 def test_lowering_decompositions_only_assembles_the_table():
     graph = import_graph()
     families = [m for m in graph

@@ -54,9 +54,9 @@ __all__ = ["executed_ops", "reset_executed_ops", "backward_on_caller", "lower", 
            "compile_options", "nki_op", "wrap_nki", "estimate", "__version__"]
 
 _LAZY = {
-    "lower": ("torchneuron.lowering.api", "lower"),
-    "load_lowered": ("torchneuron.lowering.api", "load_lowered"),
-    "fallback_ops": ("torchneuron.lowering.coverage", "fallback_ops"),
+    "lower": ("torchneuron.programs.lowered", "lower"),
+    "load_lowered": ("torchneuron.programs.lowered", "load_lowered"),
+    "fallback_ops": ("torchneuron.programs.fallbacks", "fallback_ops"),
     "compile_options": ("torchneuron.dynamo.options", "compile_options"),
     "nki_op": ("torchneuron.custom_ops", "nki_op"),
     "wrap_nki": ("torchneuron.custom_ops", "wrap_nki"),

@@ -16,14 +16,14 @@ def install() -> None:
     from torchneuron import _neuronx_alias
 
     _neuronx_alias.install()
-    # Lowering coverage policy: warns once per executed op that has no StableHLO lowering, or refuses it.
-    from torchneuron.lowering import coverage
+    # Fallback policy: warns once per executed op that has no StableHLO lowering, or refuses it.
+    from torchneuron.programs import fallbacks
 
-    coverage.install_policy()
+    fallbacks.install_policy()
     # Strict eager mode: every op through lowering + XLA:CPU.
     if _env.get(_env.EAGER) == "lowered":
-        from torchneuron.lowering import eager
+        from torchneuron.programs import strict_eager
 
-        eager.install()
+        strict_eager.install()
     elif _env.get(_env.EAGER) != "host":
         raise ValueError(f"TORCHNEURON_EAGER={_env.get(_env.EAGER)!r}: expected 'host' or 'lowered'")

@@ -100,7 +100,7 @@ def _version() -> str:
 def _nrt_executor_trampoline(C):
     """The nrt runtime's eager executor, imported on its first op (the device layer calls it only on nrt)."""
     def execute(op, args, kwargs):
-        from torchneuron.lowering import nrt_eager
+        from torchneuron.programs import nrt_eager
 
         C._set_nrt_executor(nrt_eager.execute)
         return nrt_eager.execute(op, args, kwargs)

@@ -7,7 +7,7 @@ bit-exact whatever the dtype), so converting their arguments would lose bits the
 
 The rule is applied in one place, the device layer's boxed fallback (``csrc/aten/native/Fp64Emulation.cpp``),
 in front of whichever executor runs the op: the host kernel (the default) or the lowered-eager executor
-(``TORCHNEURON_EAGER=lowered``, ``lowering/eager.py``), so the two modes give the same bits. This module
+(``TORCHNEURON_EAGER=lowered``, ``programs/strict_eager.py``), so the two modes give the same bits. This module
 owns the table and the mode and hands both to it at import; compiled graphs (``dynamo/fx_passes.py``) read
 the mode from here too.
 """

@@ -6,7 +6,7 @@ import torch
 
 from torchneuron.compiler import driver
 from torchneuron.compiler.cache import CompileCache
-from torchneuron.lowering.api import lower
+from torchneuron.programs.lowered import lower
 
 
 def _lowered():

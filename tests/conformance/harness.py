@@ -30,7 +30,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from tests.conformance import known_failures
 
 try:
-    from torchneuron.lowering.coverage import FallbackWarning
+    from torchneuron.programs.fallbacks import FallbackWarning
 except ImportError:  # the lowering package is optional for eager mode
     FallbackWarning = None
 

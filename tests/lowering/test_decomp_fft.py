@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from tests.helpers import assert_opinfo_lowers
-from torchneuron.lowering.single_op import run_op
+from torchneuron.programs.single_op import run_op
 
 aten = torch.ops.aten
 RTOL, ATOL = 1.3e-4, 1e-4  # the OpInfo sweep's float32 tolerance

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tests.helpers import assert_opinfo_lowers
-from torchneuron.lowering.single_op import ProgramCache
+from torchneuron.programs.single_op import ProgramCache
 
 aten = torch.ops.aten
 nan = float("nan")

@@ -7,7 +7,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from tests.helpers import assert_opinfo_lowers
-from torchneuron.lowering.single_op import run_op
+from torchneuron.programs.single_op import run_op
 
 aten = torch.ops.aten
 TOL = {torch.float32: (1.3e-4, 1e-4), torch.bfloat16: (3.2e-2, 2e-2)}

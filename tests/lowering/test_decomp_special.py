@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tests.helpers import assert_opinfo_lowers
-from torchneuron.lowering.single_op import run_op
+from torchneuron.programs.single_op import run_op
 
 aten = torch.ops.aten
 F32 = dict(rtol=1.3e-4, atol=1e-4, equal_nan=True)

@@ -78,7 +78,7 @@ print(torch.equal(a.cpu(), b.cpu()), 350 < int((kept == 0).sum()) < 650, sorted(
 def test_strided_inputs_are_made_dense_on_the_device(nrt):
     out = nrt.run("""
 import torch
-from torchneuron.lowering import nrt_layout
+from torchneuron.programs import nrt_layout
 x = torch.randn(6, 8)
 d = x.to("neuron")
 views = [d.t(), d[:, 1::3]]          # a permutation (transpose program), a strided slice (gather program)

@@ -33,7 +33,7 @@ class Record:
 
 def key(gm: fx.GraphModule, examples: list[torch.Tensor], settings: str) -> str:
     from ..compiler.keys import package_versions
-    from ..lowering.op_index import _lowering_fingerprint
+    from ..programs.op_index import _lowering_fingerprint
 
     h = hashlib.sha256()
     for part in (_FORMAT, package_versions(), _lowering_fingerprint(), settings, str(torch.get_default_dtype()),
@@ -53,7 +53,7 @@ def _tensor_attributes(gm: fx.GraphModule) -> list[tuple[str, torch.Tensor]]:
 
 
 def encode(rec: Record) -> bytes | None:
-    from ..lowering.op_index import encode_slots
+    from ..programs.op_index import encode_slots
 
     slots = encode_slots(rec.out_slots)
     if slots is None:
@@ -67,7 +67,7 @@ def encode(rec: Record) -> bytes | None:
 
 
 def decode(blob: bytes) -> Record | None:
-    from ..lowering.op_index import decode_slots
+    from ..programs.op_index import decode_slots
 
     try:
         n = int.from_bytes(blob[:8], "little")

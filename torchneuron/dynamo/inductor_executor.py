@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from ..lowering import host_bridge as dev
+from ..programs import host_bridge as dev
 from . import fx_passes
 
 

@@ -22,6 +22,7 @@ import torch.fx as fx
 
 from ..custom_ops import registry as nki_ops
 from ..lowering import coverage
+from ..programs import fallbacks
 
 LOWERED, EAGER = "lowered", "eager"
 
@@ -111,7 +112,7 @@ def classify(gm: fx.GraphModule, forced: dict[str, str]) -> tuple[dict[fx.Node, 
             reasons[node] = EagerReason(name, "random op: drawn from the neuron generator", True, source_line(node))
         elif status == coverage.MISSING:
             kinds[node] = EAGER
-            reasons[node] = EagerReason(name, coverage.reason(name), False, source_line(node))
+            reasons[node] = EagerReason(name, fallbacks.reason(name), False, source_line(node))
         elif not node.all_input_nodes:
             factories.append(node)
         else:

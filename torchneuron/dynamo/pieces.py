@@ -14,7 +14,7 @@ import torch
 import torch.fx as fx
 
 from .. import _env, fp64_rule
-from ..lowering import host_bridge as dev
+from ..programs import host_bridge as dev
 from ..lowering.passes import OutputLayout
 from . import debug, fx_passes, graph_cache, metrics
 

@@ -1,4 +1,5 @@
-"""ATen/FX → StableHLO lowering, shared by strict eager mode, ``torchneuron.lower`` and torch.compile.
+"""The front end: a function, module or ATen FX graph → StableHLO text. Pure: it needs neither the device
+(``_C``) nor a compiler; running what it produces is ``torchneuron.programs``' job.
 
 Modules (one concern each):
 
@@ -8,12 +9,10 @@ Modules (one concern each):
                       constants → arguments, flat outputs)
 - ``fx_to_stablehlo`` a prepared ATen FX graph → StableHLO text through torch-mlir's FX importer
 - ``trace``           a function / module / GraphModule → a core-ATen FX graph with parameters as inputs
-- ``host_bridge``     neuron tensors as host views for XLA:CPU and its results adopted back (no copies)
 - ``errors``          lowering errors; ``Unsupported`` carries a kind callers branch on
-- ``api``             ``lower()`` / ``Lowered`` / ``load_lowered()``
-- ``single_op``       one eager op → a cached executable keyed by (op, shapes, dtypes, static args)
-- ``eager``           strict eager mode (``TORCHNEURON_EAGER=lowered``): the eager executor
-- ``coverage``        ``fallback_ops()`` and the op policy, driven by the generated ``op_table``
+- ``coverage``        which ops have a lowering, driven by the generated ``op_table``; an overload's Scalar →
+                      Tensor twin
+- ``attention``, ``variance``  lowering-friendly forms of fused attention and variance
 
 Importing this package (and ``coverage``/``op_table``) must stay cheap: torch-mlir and jaxlib are imported
 only when something is lowered or compiled.

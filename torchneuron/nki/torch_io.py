@@ -199,7 +199,7 @@ def _numpy_view(t: Any) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1)
 def _host_bridge() -> Any:
-    from ..lowering import host_bridge  # loads torch: imported by the first device launch, once
+    from ..programs import host_bridge  # loads torch: imported by the first device launch, once
 
     return host_bridge
 
@@ -417,7 +417,7 @@ def _profiler_start(io: TorchIO) -> None:
     queued on the stream is drained first, so the event times the kernel alone."""
     events = _profiler_events()
     if events.recording():
-        from ..lowering import host_bridge
+        from ..programs import host_bridge
 
         host_bridge.drain(io.device)
         io.profile_start_ns = events.now_ns()

@@ -98,7 +98,7 @@ def make_checker(timeout: int):
     import torch.utils._pytree as pytree
 
     from torchneuron.lowering.errors import Unsupported, UnsupportedKind
-    from torchneuron.lowering.single_op import program_cache
+    from torchneuron.programs.single_op import program_cache
 
     class Timeout(Exception):
         pass

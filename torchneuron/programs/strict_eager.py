@@ -4,7 +4,8 @@ StableHLO program on XLA:CPU — the Trn host's path minus neuronx-cc.
 ``install()`` registers ``execute`` as the device layer's eager executor. The warm path (a signature seen
 before) skips tracing and lowering entirely: a dict lookup by (op, shapes, dtypes, static arguments) gives
 the compiled program. Views, random ops and factory calls return ``NotImplemented`` and run on the host
-path; a view is a runtime metadata operation, and the others are reported as fallbacks by the op policy.
+path; a view is a runtime metadata operation, and the others are judged by the op policy against the
+coverage table.
 float64 is handled by the device layer before this executor is called (``torchneuron/fp64_rule.py``).
 """
 
@@ -13,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _C, _env
-from . import coverage
-from .errors import Unsupported, UnsupportedKind
+from ..lowering.errors import Unsupported, UnsupportedKind
+from . import fallbacks
 from .single_op import program_cache
 
 
@@ -43,16 +44,17 @@ def _silent(kind: UnsupportedKind) -> bool:
 def execute(op: Any, args: tuple, kwargs: dict) -> Any:
     prog, info, values, dyn = program_cache().lookup(op, args, kwargs)
     if isinstance(prog, Unsupported):
-        return fall_back(prog, info.name, args, kwargs)
+        return hand_back(prog, info.name, args, kwargs)
     return prog(info, values, dyn)
 
 
-def fall_back(prog: Unsupported, name: str, args: tuple, kwargs: dict) -> Any:
-    """``NotImplemented`` (the device layer runs the op itself), after reporting an op with no lowering to the
-    coverage policy; raises instead when the policy says so (``TORCHNEURON_FALLBACK=error``)."""
+def hand_back(prog: Unsupported, name: str, args: tuple, kwargs: dict) -> Any:
+    """``NotImplemented``: an op with no program goes back to the device layer, which runs it itself. An op
+    with no lowering is reported to the fallback policy first; raises instead when the policy says so
+    (``TORCHNEURON_FALLBACK=error``)."""
     if _silent(prog.kind):
         return NotImplemented
-    msg = coverage.report_fallback(name, prog.why, stacklevel=4)  # fall_back <- an executor <- the user
+    msg = fallbacks.report_fallback(name, prog.why, stacklevel=4)  # hand_back <- an executor <- the user
     if msg is not None:
         raise StrictModeError(f"{msg} (inputs: {_shapes(args, kwargs)})")
     return NotImplemented

@@ -9,22 +9,22 @@ import pytest
 import torch
 
 import torchneuron  # noqa: F401
-from torchneuron.lowering import coverage, eager
-from torchneuron.lowering.single_op import program_cache
+from torchneuron.programs import fallbacks, strict_eager
+from torchneuron.programs.single_op import program_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def strict():
-    eager.install(True)
+    strict_eager.install(True)
     program_cache().clear()
-    coverage._reset_for_tests()
-    coverage.install_policy()  # re-installing resets the device layer's per-op decisions
+    fallbacks._reset_for_tests()
+    fallbacks.install_policy()  # re-installing resets the device layer's per-op decisions
     yield program_cache()
-    eager.install(False)
-    coverage._reset_for_tests()
-    coverage.install_policy()
+    strict_eager.install(False)
+    fallbacks._reset_for_tests()
+    fallbacks.install_policy()
 
 
 def test_ops_run_lowered_and_match_cpu(strict):
@@ -66,7 +66,7 @@ def test_unsupported_op_with_fallback_error_names_op_shapes_and_fix(strict, monk
 def test_unsupported_op_with_fallback_warn_runs_on_host_and_is_listed(strict, monkeypatch):
     monkeypatch.setenv("TORCHNEURON_FALLBACK", "warn")
     x = torch.tensor([0.0, 1.0, 0.0, 2.0]).to("neuron")
-    with pytest.warns(coverage.FallbackWarning, match="aten::nonzero"):
+    with pytest.warns(fallbacks.FallbackWarning, match="aten::nonzero"):
         idx = torch.nonzero(x)
     assert idx.cpu().flatten().tolist() == [1, 3]
     assert "aten::nonzero" in torchneuron.fallback_ops()
@@ -74,7 +74,7 @@ def test_unsupported_op_with_fallback_warn_runs_on_host_and_is_listed(strict, mo
 
 def test_env_var_installs_strict_mode_at_import(tmp_path):
     code = ("import torch, torchneuron\n"
-            "from torchneuron.lowering.single_op import program_cache\n"
+            "from torchneuron.programs.single_op import program_cache\n"
             "x = torch.randn(5).to('neuron')\n"
             "y = (x.exp() * 3).cpu()\n"
             "assert torch.allclose(y, x.cpu().exp() * 3)\n"
@@ -86,7 +86,7 @@ def test_env_var_installs_strict_mode_at_import(tmp_path):
 
 
 def test_lowered_module_runs_on_neuron_tensors():
-    from torchneuron.lowering.api import lower
+    from torchneuron.programs.lowered import lower
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)).eval()

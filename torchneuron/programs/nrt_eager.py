@@ -20,10 +20,10 @@ from typing import Any
 
 import torch
 
+from ..lowering.errors import Unsupported, UnsupportedKind
 from . import nrt_layout
-from .eager import fall_back
-from .errors import Unsupported, UnsupportedKind
 from .single_op import OpProgram, OverloadFacts, ProgramCache
+from .strict_eager import hand_back
 
 _Tensor = torch.Tensor
 
@@ -116,7 +116,7 @@ def _runs_here(dyn: list[Any]) -> bool:
 def execute(op: Any, args: tuple, kwargs: dict) -> Any:
     prog, info, values, dyn = _CACHE.lookup(op, args, kwargs)
     if isinstance(prog, Unsupported):
-        return fall_back(prog, info.name, args, kwargs)
+        return hand_back(prog, info.name, args, kwargs)
     if not _runs_here(dyn) or prog.has_empty_output:
         return NotImplemented
     return prog(info, values, dyn)

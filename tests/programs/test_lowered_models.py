@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from torchneuron.lowering.api import lower
+from torchneuron.programs.lowered import lower
 
 
 def _close(a, b, atol=1e-5, rtol=1e-4):

@@ -49,8 +49,8 @@ def _rearrange(flat: torch.Tensor, sizes: tuple[int, ...], strides: tuple[int, .
 def _build(dtype: torch.dtype, span: int, sizes: tuple[int, ...], strides: tuple[int, ...]):
     from .. import targets
     from ..compiler import driver
-    from .errors import LoweringError
-    from .trace import trace
+    from ..lowering.errors import LoweringError
+    from ..lowering.trace import trace
 
     try:
         tg = trace(lambda flat: _rearrange(flat, sizes, strides), (torch.empty(span, dtype=dtype),))

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from torchneuron.lowering.api import Lowered, load_lowered, lower
+from torchneuron.programs.lowered import Lowered, load_lowered, lower
 from torchneuron.lowering.errors import DynamicShapeError, LoweringError
 
 

@@ -29,15 +29,20 @@ def _dtype(name: str | None) -> torch.dtype | None:
     return None if name is None else getattr(torch, name)
 
 
+# The code that writes a record: the front end (trace, passes, decompositions) and the program builders.
+_FINGERPRINTED = ("lowering", "programs")
+
+
 @functools.cache
 def _lowering_fingerprint() -> str:
     """A hash of the lowering code itself: a changed decomposition must not reuse records an earlier
     checkout wrote under the same package version (editable installs, development)."""
     h = hashlib.sha256()
-    root = Path(__file__).parent
-    for path in sorted(root.rglob("*.py")):  # the decomposition packages too
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
+    package = Path(__file__).parent.parent
+    for folder in _FINGERPRINTED:
+        for path in sorted((package / folder).rglob("*.py")):  # the decomposition packages too
+            h.update(str(path.relative_to(package)).encode())
+            h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 

@@ -21,9 +21,9 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
+from ..lowering.fx_to_stablehlo import TensorSpec
+from ..lowering.passes import OutputLayout
 from . import host_bridge as dev
-from .fx_to_stablehlo import TensorSpec
-from .passes import OutputLayout
 
 _FORMAT = 1
 
@@ -31,7 +31,7 @@ _FORMAT = 1
 def lower(fn_or_module: Any, *example_inputs: Any, **example_kwargs: Any) -> Lowered:
     """Trace ``fn_or_module`` on the example inputs (shapes and dtypes only; values are not read) and lower
     it to StableHLO. Module parameters and buffers become arguments, read from the module at call time."""
-    from .trace import trace
+    from ..lowering.trace import trace
 
     if not callable(fn_or_module):
         raise TypeError(f"torchneuron.lower expects a function or nn.Module, got {type(fn_or_module).__name__}")

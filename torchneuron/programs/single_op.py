@@ -28,14 +28,13 @@ from typing import Any
 import torch
 
 from .. import _C
+from ..lowering.coverage import tensor_twin
+from ..lowering.errors import LoweringError, Unsupported, UnsupportedKind
+from ..lowering.passes import OutputLayout
 from . import host_bridge as dev
-from .errors import LoweringError, Unsupported, UnsupportedKind
-from .passes import OutputLayout
 
 _Tensor = torch.Tensor
 _CPU = torch.device("cpu")
-
-_NUMBER_TYPES = ("number", "Optional[number]")
 
 
 # Ops that only read a result on the host and raise (LAPACK ``info`` checks): runtime calls, like a scalar
@@ -91,7 +90,7 @@ class OverloadFacts:
                     if a.alias_info is not None and a.alias_info.before_set == r.alias_info.before_set:
                         target = a.name
             self.write_returns.append(target)
-        self.twin, self.converted = _tensor_twin(op)
+        self.twin, self.converted = tensor_twin(op)
         self.surrogate = _SCALAR_SURROGATES.get(self.name)
         # Tensor arguments that may arrive as Python numbers (the device layer unwraps PyTorch's wrapped
         # numbers, e.g. ``x * 2.0`` → mul.Tensor(x, 2.0)): passed as 0-d tensor arguments as well.
@@ -110,39 +109,6 @@ class OverloadFacts:
             return Unsupported(self.name, UnsupportedKind.RANDOM,
                                "random op (runs on the host generator; no StableHLO RNG lowering)")
         return None
-
-
-def _tensor_twin(op: torch._ops.OpOverload) -> tuple[torch._ops.OpOverload | None, frozenset]:
-    """The sibling overload that takes Tensors where ``op`` takes Scalars (``add.Scalar`` → ``add.Tensor``),
-    and the names of the arguments that convert."""
-    args = op._schema.arguments
-    scalar = {a.name for a in args if str(a.type) in _NUMBER_TYPES}
-    if not scalar:
-        return None, frozenset()
-    packet = op._overloadpacket
-    best: tuple[torch._ops.OpOverload | None, frozenset] = (None, frozenset())
-    for ov_name in packet.overloads():
-        cand = getattr(packet, ov_name)
-        cargs = cand._schema.arguments
-        if cand is op or len(cargs) != len(args) or len(cand._schema.returns) != len(op._schema.returns):
-            continue
-        converted = set()
-        ok = True
-        for a, c in zip(args, cargs):
-            at, ct = str(a.type), str(c.type)
-            if a.name != c.name or (a.alias_info is None) != (c.alias_info is None):
-                ok = False
-                break
-            if at == ct:
-                continue
-            if a.name in scalar and ct in ("Tensor", "Optional[Tensor]"):
-                converted.add(a.name)
-                continue
-            ok = False
-            break
-        if ok and len(converted) > len(best[1]):
-            best = (cand, frozenset(converted))
-    return best
 
 
 _FACTS: dict[int, OverloadFacts] = {}  # by id: OpOverload hashing is a Python-level call on the hot path
@@ -244,7 +210,7 @@ class OpProgram:
             raise Unsupported(self.info.name, UnsupportedKind.NOT_COMPILABLE, str(e)) from None
 
     def _lower(self, info: OverloadFacts, values: list[Any], dyn: list[Any]) -> None:
-        from .trace import trace
+        from ..lowering.trace import trace
 
         use_twin = info.twin is not None and any(
             name in info.converted and not isinstance(v, _Tensor) and v is not None

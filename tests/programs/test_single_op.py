@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from torchneuron.lowering import fx_to_stablehlo
-from torchneuron.lowering.single_op import ProgramCache, Unsupported, bind, overload_facts, signature
+from torchneuron.programs.single_op import ProgramCache, Unsupported, bind, overload_facts, signature
 
 aten = torch.ops.aten
 
@@ -129,7 +129,7 @@ def test_a_compiler_crash_is_an_error_not_a_dead_process(monkeypatch):
 _CHILD = """
 import json, torch
 from torchneuron.compiler import driver
-from torchneuron.lowering.single_op import program_cache, run_op
+from torchneuron.programs.single_op import program_cache, run_op
 aten = torch.ops.aten
 x, y = torch.arange(6.0).reshape(2, 3), torch.ones(2, 3)
 out = [run_op(aten.add.Tensor, (x, y), {}), run_op(aten.mul.Scalar, (x, 0.5), {})]
@@ -179,7 +179,7 @@ def test_torch_mlir_folding_defects_are_avoided():
 
 
 def test_stable_sort_puts_nan_last_and_keeps_ties_in_order():
-    from torchneuron.lowering.single_op import run_op
+    from torchneuron.programs.single_op import run_op
 
     t = torch.tensor([[3.0, float("nan"), 1.0, 2.0, 1.0], [0.0, -1.0, -1.0, 5.0, float("nan")]])
     for dim in (0, 1):
@@ -200,7 +200,7 @@ def guard():  # a watchdog, not a limit: under RLIMIT_AS the runaway allocation 
 threading.Thread(target=guard, daemon=True).start()
 from torchneuron.lowering import fx_to_stablehlo
 fx_to_stablehlo.ISOLATE = False  # lower in this process, under the watchdog
-from torchneuron.lowering.single_op import program_cache
+from torchneuron.programs.single_op import program_cache
 g = torch.randn(2, 2)
 for args in [(g, [2, 3], 1, 1, 2**63 - 1, 1), (g, [2, 3], 1, -2, 2**63 - 1, 1), (g[:, :1], [2, 3], 1, 1, 2**63 - 1, 2)]:
     got = program_cache().run(torch.ops.aten.slice_backward.default, args, {})
