@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from tests.helpers import run_python_json
 from torchneuron.compiler import driver, xla_cpu
 from torchneuron.compiler.cache import CompileCache
 
@@ -49,3 +50,28 @@ def test_rejected_module_is_a_compile_error():
 
 def test_version_names_jaxlib():
     assert xla_cpu.version().startswith("jaxlib-")
+
+
+def test_compiling_and_running_leaves_the_process_environment_alone(tmp_path):
+    """A JAX the user starts after torchneuron must not inherit our XLA_FLAGS: the Eigen setting travels with
+    each compilation instead."""
+    out = run_python_json("""
+        import json, os
+        import torch, torchneuron
+        before = dict(os.environ)
+        lowered = torchneuron.lower(lambda x: (x @ x.T).exp(), torch.randn(4, 8))
+        y = lowered(torch.randn(4, 8, device="neuron"))
+        y.cpu()
+        print(json.dumps({"changed": sorted(k for k in set(before) | set(os.environ)
+                                            if before.get(k) != os.environ.get(k))}))
+    """, XLA_FLAGS=None, TORCHNEURON_CACHE_DIR=str(tmp_path))
+    assert out == {"changed": []}
+
+
+def test_the_eigen_setting_is_a_compile_option_unless_xla_flags_sets_it(monkeypatch):
+    from jax._src.lib import xla_client
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    assert xla_cpu._compile_options(xla_client).env_option_overrides == [("xla_cpu_multi_thread_eigen", False)]
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=true")
+    assert xla_cpu._compile_options(xla_client).env_option_overrides == []

@@ -26,17 +26,24 @@ def _client():
     Eager ops are tiny; a thread hand-off per execution (JAX's async CPU dispatch) and Eigen's intra-op
     thread pool cost more than the op itself, so both are off unless ``XLA_FLAGS`` already says otherwise.
     """
-    import os
-
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_cpu_multi_thread_eigen" not in flags:
-        os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()
     from jax._src.lib import _jax, xla_client
 
     client = xla_client.make_cpu_client(asynchronous=False, num_devices=1)
     device = client.local_devices()[0]
     devices = xla_client.DeviceList((device,))
     return client, device, devices, xla_client, _jax
+
+
+def _compile_options(xc):
+    """Options for every compile and load. The Eigen setting travels as a per-compilation override (what JAX's
+    ``compiler_options`` use), not in ``os.environ["XLA_FLAGS"]``, which a JAX the user starts later would
+    inherit."""
+    import os
+
+    options = xc.CompileOptions()
+    if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
+        options.env_option_overrides = [("xla_cpu_multi_thread_eigen", False)]
+    return options
 
 
 def version() -> str:
@@ -54,7 +61,7 @@ def compile_to_bytes(stablehlo: str) -> bytes:
     """Compile StableHLO text on XLA:CPU and return the serialised executable (what the disk cache stores)."""
     client, _, devices, xc, _jax = _client()
     try:
-        exe = client.compile_and_load(stablehlo, devices, xc.CompileOptions())
+        exe = client.compile_and_load(stablehlo, devices, _compile_options(xc))
     except _jax.JaxRuntimeError as e:
         raise XlaCompileError(f"XLA:CPU rejected the StableHLO module: {e}") from None
     return client.serialize_executable(exe)
@@ -62,7 +69,7 @@ def compile_to_bytes(stablehlo: str) -> bytes:
 
 def load(blob: bytes) -> XlaCpuExecutable:
     client, _, devices, xc, _ = _client()
-    return XlaCpuExecutable(client.deserialize_executable(blob, devices, xc.CompileOptions()))
+    return XlaCpuExecutable(client.deserialize_executable(blob, devices, _compile_options(xc)))
 
 
 class XlaCpuExecutable:
