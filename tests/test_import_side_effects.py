@@ -59,6 +59,23 @@ def test_cpu_only_program_is_untouched_until_the_device_is_used():
     assert neuron["module_to"] == cpu["module_to"] and not neuron["swap_on_conversion"]
 
 
+def test_subpackages_resolve_as_attributes_on_first_access():
+    out = run_python_json("""
+        import json, sys
+        import torchneuron
+        names = ["compiler", "custom_ops", "dynamo", "estimator", "lowering", "nki", "profiler", "programs",
+                 "testing"]
+        before = [n for n in names if f"torchneuron.{n}" in sys.modules]
+        resolved = {n: getattr(torchneuron, n).__name__ for n in names}
+        print(json.dumps({"before": before, "resolved": resolved, "jit": callable(torchneuron.nki.jit),
+                          "listed": sorted(set(names) - set(dir(torchneuron)))}))
+    """)
+    # lowering.coverage and programs.fallbacks give the op policy installed at import; the rest load on access
+    assert set(out["before"]) <= {"lowering", "programs"}, "imported eagerly by import torchneuron"
+    assert out["resolved"] == {n: f"torchneuron.{n}" for n in out["resolved"]}
+    assert out["jit"] and out["listed"] == []
+
+
 def test_importing_nki_does_not_initialise_the_device():
     out = run_python_json("""
         import json, sys

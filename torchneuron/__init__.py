@@ -64,13 +64,27 @@ _LAZY = {
 }
 
 
+# Subpackages reachable as attributes (``torchneuron.nki.jit``) after a bare ``import torchneuron``; imported on
+# first access, since ``import torch`` loads this package into every program.
+_SUBPACKAGES = frozenset({"compiler", "custom_ops", "dynamo", "estimator", "lowering", "nki", "profiler", "programs",
+                          "testing"})
+
+
 def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
+    if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"torchneuron.{name}")
     raise AttributeError(f"module 'torchneuron' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | _SUBPACKAGES)
 
 
 def _autoload() -> None:
