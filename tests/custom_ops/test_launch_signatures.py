@@ -181,7 +181,7 @@ def transposed_product(a, b):
 
 
 def test_a_repeat_skips_operand_checks_and_a_new_signature_runs_them(monkeypatch):
-    from torchneuron.nki.ops import elementwise, matmul
+    from torchneuron.nki.instructions import elementwise, matmul
 
     calls = {"buffer": 0, "on_chip": 0}
 
