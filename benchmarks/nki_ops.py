@@ -29,7 +29,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import nki_ops  # noqa: E402
-import nki_ops.ops as ops  # noqa: E402
+import nki_ops.torch_ops as ops  # noqa: E402
 import torchneuron  # noqa: E402, F401
 from _common import emit, paired_seconds, parser  # noqa: E402
 from torchneuron.testing.models import GPT  # noqa: E402

@@ -1,5 +1,5 @@
 """The kernel library: NKI kernels, each with a NumPy reference (`nki_ops.<kernel module>`), registered as
-torch custom ops with their backward (`nki_ops.ops`, `torch.ops.nki_ops.*`), and `patch(model)` /
+torch custom ops with their backward (`nki_ops.torch_ops`, `torch.ops.nki_ops.*`), and `patch(model)` /
 `unpatch(model)` to run a model's layers on them.
 
 Importing a kernel module needs only the simulator (NumPy + ml_dtypes); the torch ops and `patch` load

@@ -144,8 +144,8 @@ def fingerprint() -> str:
 
     root = Path(nki_ops.__file__).parent
     sim = Path(nki_pkg.__file__).parent
-    # the kernels, and where the simulator charges instruction costs (the cost model, hardware table, ops)
-    files = sorted(root.glob("*.py")) + [sim / "cost.py", sim / "hardware.py"] + sorted((sim / "ops").glob("*.py"))
+    # the kernels, and where the simulator charges instruction costs (the cost model, hardware table, instructions)
+    files = sorted(root.glob("*.py")) + [sim / "cost.py", sim / "hardware.py"] + sorted((sim / "instructions").glob("*.py"))
     digest = hashlib.sha256()
     for f in files:
         digest.update(f.name.encode() + b"\0" + f.read_bytes())

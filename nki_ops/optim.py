@@ -24,7 +24,7 @@ class AdamW(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self, closure: Any = None) -> Any:
-        from .ops import adamw_
+        from .torch_ops import adamw_
 
         loss = None
         if closure is not None:

@@ -52,7 +52,7 @@ def _cast(dtype: torch.dtype | None, *tensors: torch.Tensor | None) -> list[torc
 
 
 def _layernorm(module: nn.LayerNorm, original: Callable[..., Any], x: torch.Tensor) -> torch.Tensor:
-    from .ops import layernorm
+    from .torch_ops import layernorm
 
     if len(module.normalized_shape) != 1 or not _on_neuron(x, module.weight, module.bias):
         return original(x)
@@ -64,7 +64,7 @@ def _layernorm(module: nn.LayerNorm, original: Callable[..., Any], x: torch.Tens
 
 
 def _rmsnorm(module: nn.Module, original: Callable[..., Any], x: torch.Tensor) -> torch.Tensor:
-    from .ops import rmsnorm
+    from .torch_ops import rmsnorm
 
     weight = module.weight
     shape = getattr(module, "normalized_shape", (weight.shape[0],) if weight is not None else ())
@@ -82,7 +82,7 @@ def _rmsnorm(module: nn.Module, original: Callable[..., Any], x: torch.Tensor) -
 
 
 def _linear(module: nn.Linear, original: Callable[..., Any], x: torch.Tensor) -> torch.Tensor:
-    from .ops import linear
+    from .torch_ops import linear
 
     if not _on_neuron(x, module.weight, module.bias):
         return original(x)
@@ -93,7 +93,7 @@ def _linear(module: nn.Linear, original: Callable[..., Any], x: torch.Tensor) ->
 
 
 def _softmax(module: nn.Softmax, original: Callable[..., Any], x: torch.Tensor) -> torch.Tensor:
-    from .ops import softmax
+    from .torch_ops import softmax
 
     if module.dim not in (-1, x.dim() - 1) or not _on_neuron(x):
         return original(x)
@@ -118,7 +118,7 @@ class _CausalAttentionToNki(torch.overrides.TorchFunctionMode):
 
 
 def _maybe_nki_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    from .ops import causal_attention
+    from .torch_ops import causal_attention
 
     if (attn_mask is not None or not is_causal or dropout_p != 0.0 or enable_gqa or q.shape != k.shape
             or q.shape != v.shape or q.dim() < 3 or q.shape[-1] > 128 or not _on_neuron(q, k, v)):

@@ -32,7 +32,7 @@ _registration.check_backend_unclaimed()
 
 from torchneuron import _C  # noqa: E402  (registers allocator, guard, hooks and kernels at load)
 from torchneuron import device as _device_module  # noqa: E402
-from torchneuron._ops import executed_ops, reset_executed_ops  # noqa: E402
+from torchneuron._executed_ops import executed_ops, reset_executed_ops  # noqa: E402
 
 _registration.configure(_C)
 _registration.register(_device_module)

@@ -6,11 +6,12 @@ from torchneuron import _env
 
 
 def install() -> None:
-    # `import nki` / `import neuronxcc.nki` -> torchneuron.nki when asked and those packages are absent.
+    # `import nki` / `import neuronxcc.nki` -> torchneuron.nki when asked and those packages are absent. The
+    # only place the variable is honoured: `import torchneuron.nki` runs this first (its parent package).
     if _env.flag(_env.NKI_ALIASES):
         from torchneuron.nki import aliases
 
-        aliases.install_from_env()
+        aliases.install_import_aliases()
     # `torch_neuronx` for HF accelerate/transformers' Neuron detection, when AWS's package is absent. Only a
     # finder appended to sys.meta_path here; whether it answers is decided when a library asks.
     from torchneuron import _neuronx_alias

@@ -10,6 +10,7 @@ import torch
 
 import torchneuron
 from tests.custom_ops import kernels
+from tests.nki.nki_test_utils import neuron_randn
 from torchneuron.dynamo import partition
 
 
@@ -36,16 +37,12 @@ def _fresh():
     torch._dynamo.reset()
 
 
-def _x(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to("neuron")
-
-
 def f(a, b):
     return (add(a.exp(), b) * 2).sum(0)
 
 
 def test_forward_matches_eager_and_the_op_is_an_eager_piece_without_a_fallback_warning():
-    a, b = _x(130, 16), _x(130, 16, seed=1)
+    a, b = neuron_randn(130, 16), neuron_randn(130, 16, seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no CompileFallbackWarning: an NKI op is not a missing lowering
         got = torch.compile(f, backend="neuron", fullgraph=True)(a, b)
@@ -56,7 +53,7 @@ def test_forward_matches_eager_and_the_op_is_an_eager_piece_without_a_fallback_w
 
 def test_strict_mode_accepts_nki_ops(monkeypatch):
     monkeypatch.setenv("TORCHNEURON_COMPILE_FALLBACK", "error")
-    a, b = _x(8, 8), _x(8, 8, seed=1)
+    a, b = neuron_randn(8, 8), neuron_randn(8, 8, seed=1)
     torch.testing.assert_close(torch.compile(f, backend="neuron")(a, b).cpu(), f(a, b).cpu(), rtol=2e-5, atol=2e-5)
 
 
@@ -70,7 +67,7 @@ def test_the_partitioner_classifies_the_node_as_eager():
 
 
 def test_backward_through_the_op_compiles_and_matches_eager():
-    a, b = _x(64, 8).requires_grad_(), _x(64, 8, seed=1).requires_grad_()
+    a, b = neuron_randn(64, 8).requires_grad_(), neuron_randn(64, 8, seed=1).requires_grad_()
     torch.compile(f, backend="neuron")(a, b).sum().backward()
     ga, gb = a.grad.clone(), b.grad.clone()
     a.grad = b.grad = None
@@ -85,5 +82,5 @@ def test_a_mutating_op_inside_a_compiled_graph():
         increment_(y)
         return y + 1
 
-    x = _x(32, 8)
+    x = neuron_randn(32, 8)
     torch.testing.assert_close(torch.compile(g, backend="neuron")(x).cpu(), (x * 2 + 2).cpu())

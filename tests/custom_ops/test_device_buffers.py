@@ -13,6 +13,7 @@ import torchneuron
 import torchneuron.nki.isa as nisa
 import torchneuron.nki.language as nl
 from tests.custom_ops import kernels
+from tests.nki.nki_test_utils import neuron_randn
 from torchneuron import nki
 from torchneuron.nki import NkiError, torch_io
 
@@ -29,12 +30,8 @@ class _AtenOps(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def _x(*shape, dtype=torch.float32, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(dtype).to("neuron")
-
-
 def test_inputs_are_read_and_written_in_place_without_copies():
-    x = _x(128, 64)
+    x = neuron_randn(128, 64)
     expected = x.cpu() + 1
     ptr = x.data_ptr()
     with _AtenOps() as seen:
@@ -54,7 +51,7 @@ def test_outputs_are_device_tensors_the_simulator_wrote(monkeypatch):
         return flat
 
     monkeypatch.setattr(torch_io.TorchIO, "hbm_data", spy)
-    a, b = _x(256, 512), _x(256, 512, seed=1)
+    a, b = neuron_randn(256, 512), neuron_randn(256, 512, seed=1)
     gc.collect()  # garbage of earlier tests must not be freed while we measure
     torch.neuron.synchronize()
     before = torch.neuron.memory_allocated()
@@ -76,7 +73,7 @@ def test_queued_work_lands_before_the_kernel_reads():
 
 
 def test_the_kernels_results_are_seen_by_later_device_ops():
-    x = _x(64, 16)
+    x = neuron_randn(64, 16)
     expected = x.cpu() + 1
     kernels.increment_in_place(x)
     torch.testing.assert_close((x * 2).cpu(), expected * 2)
@@ -94,7 +91,7 @@ def test_narrow_dtypes_map_through_ml_dtypes_bit_exactly(dtype):
 
 
 def test_a_strided_view_is_read_and_written_through():
-    base = _x(64, 128)
+    base = neuron_randn(64, 128)
     view = base.t()[:, :32]            # non-contiguous: the simulator works on a copy and writes it back
     expected = base.cpu().t()[:, :32] + 1
     kernels.increment_in_place(view)
@@ -104,7 +101,7 @@ def test_a_strided_view_is_read_and_written_through():
 def test_mixing_cpu_and_neuron_tensors_is_refused_naming_the_device():
     with pytest.raises(NkiError, match=r"argument b \(4, 4\) is a cpu tensor, but NKI kernels run on neuron "
                                        r"device neuron:0.*b.to\('neuron:0'\)") as info:
-        kernels.add_returning(_x(4, 4), torch.ones(4, 4))
+        kernels.add_returning(neuron_randn(4, 4), torch.ones(4, 4))
     assert info.value.code == "err_unsupported_memory"
 
 
@@ -118,7 +115,7 @@ def test_cpu_only_calls_still_use_the_standalone_simulator():
 
 def test_float64_is_refused_with_the_nki_dtype_error():
     with pytest.raises(NkiError) as info:
-        kernels.add_returning(_x(4, 4).double(), _x(4, 4).double())
+        kernels.add_returning(neuron_randn(4, 4).double(), neuron_randn(4, 4).double())
     assert info.value.code == "err_unsupported_dtype"
 
 
@@ -126,11 +123,11 @@ def test_tensors_on_two_devices_are_refused():
     if torch.neuron.device_count() < 2:
         pytest.skip("one simulated device")
     with pytest.raises(NkiError, match="one launch runs on one NeuronCore"):
-        kernels.add_returning(_x(4, 4), _x(4, 4).to("neuron:1"))
+        kernels.add_returning(neuron_randn(4, 4), neuron_randn(4, 4).to("neuron:1"))
 
 
 def test_the_kernel_object_does_not_keep_its_outputs_alive():
-    a = _x(128, 256)
+    a = neuron_randn(128, 256)
     gc.collect()
     torch.neuron.synchronize()
     before = torch.neuron.memory_allocated()
@@ -153,7 +150,7 @@ def whole_and_half(x):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_returned_tiles_are_the_output_or_a_copy_of_part_of_it(dtype):
-    x = _x(64, 32, dtype=dtype)
+    x = neuron_randn(64, 32, dtype=dtype)
     gc.collect()
     torch.neuron.synchronize()
     before = torch.neuron.memory_allocated()

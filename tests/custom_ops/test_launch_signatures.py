@@ -13,6 +13,7 @@ import torch
 import torchneuron  # noqa: F401
 import torchneuron.nki.isa as nisa
 import torchneuron.nki.language as nl
+from tests.nki.nki_test_utils import neuron_randn
 from torchneuron import nki
 from torchneuron.nki import launch_signatures
 from torchneuron.nki.core import memory
@@ -78,17 +79,13 @@ def placements(monkeypatch):
     return count
 
 
-def _x(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to("neuron")
-
-
 def test_repeat_computes_the_same_values_and_reports_the_checked_estimate(placements):
-    x = _x(64, 32)
+    x = neuron_randn(64, 32)
     first = scaled(x, 2.0)
     report = scaled.report
     assert placements[0] == 1
     for seed in range(1, 4):  # new values, same signature: values computed, bookkeeping skipped
-        y = _x(64, 32, seed=seed)
+        y = neuron_randn(64, 32, seed=seed)
         torch.testing.assert_close(scaled(y, 2.0).cpu(), y.cpu() * 2.0, rtol=0, atol=0)
     assert placements[0] == 1
     assert scaled.report == report and scaled.report is not report
@@ -97,17 +94,17 @@ def test_repeat_computes_the_same_values_and_reports_the_checked_estimate(placem
 
 @pytest.mark.parametrize("change", ["shape", "dtype", "scalar", "stride", "scalar type"])
 def test_any_change_of_signature_is_checked_again(placements, change):
-    x = _x(64, 32)
+    x = neuron_randn(64, 32)
     scaled(x, 2.0)
-    other = {"shape": (_x(32, 64), 2.0), "dtype": (x.to(torch.bfloat16), 2.0), "scalar": (x, 3.0),
-             "stride": (_x(32, 64).t(), 2.0), "scalar type": (x, 2)}[change]
+    other = {"shape": (neuron_randn(32, 64), 2.0), "dtype": (x.to(torch.bfloat16), 2.0), "scalar": (x, 3.0),
+             "stride": (neuron_randn(32, 64).t(), 2.0), "scalar type": (x, 2)}[change]
     out = scaled(*other)
     assert placements[0] == 2
     torch.testing.assert_close(out.cpu().float(), (other[0].cpu().float() * other[1]).to(out.dtype).float())
 
 
 def test_capacity_errors_still_raise_after_a_smaller_signature_passed():
-    x = _x(128, 1024)
+    x = neuron_randn(128, 1024)
     many_live_tiles(x, 2)
     many_live_tiles(x, 2)  # a repeat
     with pytest.raises(nki.NkiError, match="err_sbuf_capacity_exceeded"):
@@ -117,7 +114,7 @@ def test_capacity_errors_still_raise_after_a_smaller_signature_passed():
 
 
 def test_launches_steered_by_tensor_values_are_always_checked(placements):
-    table = _x(10, 16)
+    table = neuron_randn(10, 16)
     for rows in ([7, 0, 3, 7], [1, 2, 3, 4]):
         idx = torch.tensor(rows, dtype=torch.int32).reshape(4, 1).to("neuron")
         torch.testing.assert_close(gather_rows(table, idx).cpu(), table.cpu()[rows], rtol=0, atol=0)
@@ -129,7 +126,7 @@ def test_arguments_the_key_cannot_describe_are_always_checked(placements):
     class Factor(float):  # a float subclass could carry anything: not a value the key knows
         pass
 
-    x = _x(64, 32)
+    x = neuron_randn(64, 32)
     scaled(x, Factor(2.0))
     scaled(x, Factor(2.0))
     assert placements[0] == 2
@@ -154,7 +151,7 @@ def rows_of(x, rows):
 
 
 def test_unhashable_arguments_are_always_checked(placements):
-    x = _x(64, 32)
+    x = neuron_randn(64, 32)
     for _ in range(2):
         torch.testing.assert_close(rows_of(x, slice(8, 24)).cpu(), x.cpu()[8:24], rtol=0, atol=0)
     assert placements[0] == (2 if sys.version_info < (3, 12) else 1)
@@ -181,7 +178,7 @@ def transposed_product(a, b):
 
 
 def test_a_repeat_skips_operand_checks_and_a_new_signature_runs_them(monkeypatch):
-    from torchneuron.nki.ops import elementwise, matmul
+    from torchneuron.nki.instructions import elementwise, matmul
 
     calls = {"buffer": 0, "on_chip": 0}
 
@@ -193,21 +190,21 @@ def test_a_repeat_skips_operand_checks_and_a_new_signature_runs_them(monkeypatch
 
     monkeypatch.setattr(matmul, "check_buffer", spy("buffer", matmul.check_buffer))
     monkeypatch.setattr(elementwise, "check_on_chip", spy("on_chip", elementwise.check_on_chip))
-    a, b = _x(32, 16), _x(32, 64, seed=1)
+    a, b = neuron_randn(32, 16), neuron_randn(32, 64, seed=1)
     want = a.cpu().T @ b.cpu() + 1
     torch.testing.assert_close(transposed_product(a, b).cpu(), want)
     first = dict(calls)
     assert first["buffer"] > 0 and first["on_chip"] > 0
     for seed in (2, 3):  # a repeat: values computed, operand checks skipped
-        b = _x(32, 64, seed=seed)
+        b = neuron_randn(32, 64, seed=seed)
         torch.testing.assert_close(transposed_product(a, b).cpu(), a.cpu().T @ b.cpu() + 1)
     assert calls == first
-    transposed_product(_x(32, 8), _x(32, 64))  # another signature: checked in full
+    transposed_product(neuron_randn(32, 8), neuron_randn(32, 64))  # another signature: checked in full
     assert calls["buffer"] > first["buffer"] and calls["on_chip"] > first["on_chip"]
 
 
 def test_operand_errors_raise_on_every_launch_of_a_bad_signature():
-    a, b = _x(32, 16), _x(16, 64)  # contraction sizes differ
+    a, b = neuron_randn(32, 16), neuron_randn(16, 64)  # contraction sizes differ
     for _ in range(2):
         with pytest.raises(nki.NkiError, match="contracts over partitions"):
             transposed_product(a, b)

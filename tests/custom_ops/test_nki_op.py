@@ -8,6 +8,7 @@ import torch
 import torchneuron
 from tests.custom_ops import kernels
 from tests.custom_ops.opcheck import opcheck
+from tests.nki.nki_test_utils import neuron_randn
 from torchneuron.nki import NkiError
 
 
@@ -33,12 +34,8 @@ def increment_(x: torch.Tensor) -> None:
     kernels.increment_in_place(x)
 
 
-def _x(*shape, dtype=torch.float32):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(0)).to(dtype).to("neuron")
-
-
 def test_the_op_is_registered_under_torch_ops_and_runs_on_the_device():
-    x = _x(128, 64)
+    x = neuron_randn(128, 64)
     y = torch.ops.tn_test.scale(x)
     assert y.device == x.device and y.shape == x.shape and y.dtype == x.dtype
     torch.testing.assert_close(y.cpu(), 2 * x.cpu(), rtol=0, atol=0)
@@ -48,25 +45,25 @@ def test_the_op_is_registered_under_torch_ops_and_runs_on_the_device():
 
 @pytest.mark.parametrize("rows", [1, 127, 128, 300])
 def test_a_kernel_that_returns_its_output(rows):
-    a, b = _x(rows, 33), _x(rows, 33) * 3
+    a, b = neuron_randn(rows, 33), neuron_randn(rows, 33) * 3
     torch.testing.assert_close(add(a, b).cpu(), a.cpu() + b.cpu())
 
 
 def test_legacy_kernel_with_a_grid():
-    x = _x(384, 16)
+    x = neuron_randn(384, 16)
     torch.testing.assert_close(legacy_plus_one(x).cpu(), x.cpu() + 1)
 
 
 def test_bf16_and_fp16_keep_their_dtype():
     for dt in (torch.bfloat16, torch.float16):
-        a, b = _x(130, 20, dtype=dt), _x(130, 20, dtype=dt)
+        a, b = neuron_randn(130, 20, dtype=dt), neuron_randn(130, 20, dtype=dt)
         y = add(a, b)
         assert y.dtype == dt
         torch.testing.assert_close(y.cpu(), (a.cpu().float() + b.cpu().float()).to(dt))
 
 
 def test_mutating_op_writes_the_callers_tensor():
-    x = _x(64, 8)
+    x = neuron_randn(64, 8)
     before = x.cpu().clone()
     ptr = x.data_ptr()
     assert increment_(x) is None
@@ -75,9 +72,9 @@ def test_mutating_op_writes_the_callers_tensor():
 
 
 def test_opcheck_passes_for_functional_and_mutating_ops():
-    x = _x(128, 16)
+    x = neuron_randn(128, 16)
     for op, args in ((torch.ops.tn_test.scale.default, (x,)), (torch.ops.tn_test.add.default, (x, x * 2)),
-                     (torch.ops.tn_test.legacy_plus_one.default, (_x(256, 8),)),
+                     (torch.ops.tn_test.legacy_plus_one.default, (neuron_randn(256, 8),)),
                      (torch.ops.tn_test.increment_.default, (x.clone(),))):
         opcheck(op, args)
 
@@ -85,7 +82,7 @@ def test_opcheck_passes_for_functional_and_mutating_ops():
 def test_cpu_tensors_are_refused_naming_the_device():
     with pytest.raises(RuntimeError, match=r"tn_test::add: argument 'b' \(4, 4\) torch.float32 is on cpu.*"
                                            r"neuron device.*b.to\('neuron'\)"):
-        add(_x(4, 4), torch.randn(4, 4))
+        add(neuron_randn(4, 4), torch.randn(4, 4))
 
 
 def test_cpu_tensor_made_inside_the_op_is_refused_by_the_kernel():
@@ -95,7 +92,7 @@ def test_cpu_tensor_made_inside_the_op_is_refused_by_the_kernel():
 
     with pytest.raises(NkiError, match=r"add_returning \(called through torchneuron.nki_op 'tn_test::sneaky_cpu'\): "
                                        r"argument b \(8, 4\) is a cpu tensor.*neuron:0.*b.to\('neuron:0'\)") as info:
-        sneaky(_x(8, 4))
+        sneaky(neuron_randn(8, 4))
     assert info.value.code == "err_unsupported_memory"
 
 
@@ -103,7 +100,7 @@ def test_fake_and_meta_tensors_give_shapes_without_running():
     from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
     with FakeTensorMode() as mode:
-        a = mode.from_tensor(_x(300, 40, dtype=torch.bfloat16))
+        a = mode.from_tensor(neuron_randn(300, 40, dtype=torch.bfloat16))
         y = add(a, a)
         assert isinstance(y, FakeTensor) and y.shape == (300, 40) and y.dtype == torch.bfloat16
         assert y.device.type == "neuron"
@@ -117,7 +114,7 @@ def test_kernel_errors_surface_with_their_nki_name_in_eager_and_fake_mode():
         return kernels.too_many_partitions(x)
 
     with pytest.raises(NkiError) as eager:
-        bad(_x(256, 4))
+        bad(neuron_randn(256, 4))
     assert eager.value.code == "err_num_partition_exceed_arch_limit"
     with pytest.raises(NkiError) as meta:
         bad(torch.empty(256, 4, device="meta"))
@@ -132,7 +129,7 @@ def test_register_autograd_trains_through_the_op():
         return out
 
     scale_grad.register_autograd(lambda ctx, g: scale_grad(g), setup_context=lambda ctx, inputs, output: None)
-    x = _x(16, 8).requires_grad_()
+    x = neuron_randn(16, 8).requires_grad_()
     scale_grad(x).sum().backward()
     torch.testing.assert_close(x.grad.cpu(), torch.full((16, 8), 2.0))
     opcheck(torch.ops.tn_test.scale_grad.default, (x.detach().requires_grad_(),))
@@ -164,8 +161,8 @@ def test_export_keeps_the_op_as_one_node():
         def forward(self, a, b):
             return add(a.relu(), b) * 2
 
-    ep = torch.export.export(M(), (_x(130, 8), _x(130, 8)))
+    ep = torch.export.export(M(), (neuron_randn(130, 8), neuron_randn(130, 8)))
     targets = [n.target for n in ep.graph.nodes if n.op == "call_function"]
     assert torch.ops.tn_test.add.default in targets
-    a, b = _x(130, 8), _x(130, 8)
+    a, b = neuron_randn(130, 8), neuron_randn(130, 8)
     torch.testing.assert_close(ep.module()(a, b).cpu(), ((a.relu() + b) * 2).cpu())

@@ -14,7 +14,7 @@ import torch
 import torchneuron
 from tests.custom_ops import kernels
 from torchneuron.dynamo import compiled_graph
-from torchneuron.nki import NkiError, trn_host
+from torchneuron.nki import NkiError, neuron_sdk
 
 
 @torchneuron.nki_op("tn_trn::add", mutates_args=())
@@ -41,12 +41,12 @@ def trn_host_with_fake_nki(monkeypatch):
     fake = types.ModuleType("nki")
     fake.jit = lambda func: FakeKernel(func)
     monkeypatch.setitem(sys.modules, "nki", fake)
-    monkeypatch.setattr(trn_host, "on_trn_host", lambda: True)
+    monkeypatch.setattr(neuron_sdk, "on_trn_host", lambda: True)
     return calls
 
 
 def test_the_sim_runtime_is_not_a_trn_host():
-    assert trn_host.on_trn_host() is False
+    assert neuron_sdk.on_trn_host() is False
 
 
 def test_eager_launch_goes_to_the_real_nki_package(trn_host_with_fake_nki):
@@ -58,7 +58,7 @@ def test_eager_launch_goes_to_the_real_nki_package(trn_host_with_fake_nki):
 
 
 def test_without_the_neuron_sdk_the_error_says_what_to_install(monkeypatch):
-    monkeypatch.setattr(trn_host, "on_trn_host", lambda: True)
+    monkeypatch.setattr(neuron_sdk, "on_trn_host", lambda: True)
     monkeypatch.setitem(sys.modules, "nki", None)  # `import nki` fails
     with pytest.raises(NkiError, match="Neuron SDK's `nki` package, which is not installed.*pip install nki"):
         kernels.add_returning(torch.ones(4, 4, device="neuron"), torch.ones(4, 4, device="neuron"))
@@ -77,12 +77,12 @@ def _parse(text):
 
 
 def test_custom_call_module_is_valid_stablehlo_carrying_the_launches():
-    specs = [trn_host.Spec((130, 8), "bfloat16"), trn_host.Spec((8,), "float32")]
-    config = trn_host.backend_config("ns::op", [{"kernel": {"name": "k"}, "grid": [2]}])
-    name, target, n_in, results, cfg = _parse(trn_host.custom_call_module("ns::op", specs, specs[:1], config))
+    specs = [neuron_sdk.Spec((130, 8), "bfloat16"), neuron_sdk.Spec((8,), "float32")]
+    config = neuron_sdk.backend_config("ns::op", [{"kernel": {"name": "k"}, "grid": [2]}])
+    name, target, n_in, results, cfg = _parse(neuron_sdk.custom_call_module("ns::op", specs, specs[:1], config))
     assert (name, target, n_in, results) == ("stablehlo.custom_call", '"AwsNeuronCustomNativeKernel"', 2,
                                              ["tensor<130x8xbf16>"])
-    assert trn_host.decode_backend_config(cfg) == {"format": "torchneuron-nki-op/1", "op": "ns::op",
+    assert neuron_sdk.decode_backend_config(cfg) == {"format": "torchneuron-nki-op/1", "op": "ns::op",
                                                    "launches": [{"kernel": {"name": "k"}, "grid": [2]}]}
 
 
@@ -101,7 +101,7 @@ def test_compiled_graph_on_trn_compiles_the_op_as_a_custom_call(fake_cc, monkeyp
     with open(path) as f:
         _, target, n_in, results, cfg = _parse(f.read())
     assert target == '"AwsNeuronCustomNativeKernel"' and n_in == 2 and results == ["tensor<4x130x8xf32>"]
-    doc = trn_host.decode_backend_config(cfg)
+    doc = neuron_sdk.decode_backend_config(cfg)
     (launch,) = doc["launches"]
     assert doc["op"] == "tn_trn::add" and launch["kernel"]["name"] == "add_returning"
     assert launch["kernel"]["module"] == "tests.custom_ops.kernels"

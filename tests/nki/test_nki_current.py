@@ -11,11 +11,9 @@ import torchneuron.nki.isa as nisa
 import torchneuron.nki.language as nl
 from torchneuron import nki, targets
 
-RNG = np.random.default_rng(3)
+from nki_test_utils import standard_normal_f32
 
-
-def f32(*shape: int) -> np.ndarray:
-    return RNG.standard_normal(shape, dtype=np.float32)
+f32 = standard_normal_f32(np.random.default_rng(3))
 
 
 @nki.jit

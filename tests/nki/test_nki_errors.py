@@ -15,21 +15,10 @@ import torchneuron.nki.legacy.language as lnl
 from torchneuron import nki
 from torchneuron.nki import NkiError
 
-from nki_test_utils import line_of
+from nki_test_utils import expect_error, line_of
 
 F32 = np.float32
 A = np.ones((128, 512), F32)
-
-
-def expect(code: str, kernel, *args, marker: str = "# BAD") -> NkiError:
-    with pytest.raises(NkiError) as info:
-        kernel(*args)
-    err = info.value
-    assert err.code == code, str(err)
-    assert err.filename == __file__, str(err)
-    assert err.lineno == line_of(kernel, marker), str(err)
-    assert code in str(err) and "Fix:" in str(err)
-    return err
 
 
 def test_partitions_over_128() -> None:
@@ -37,7 +26,7 @@ def test_partitions_over_128() -> None:
     def k(a):
         t = nl.ndarray((256, 4), nl.float32, buffer=nl.sbuf)  # BAD
         return t
-    err = expect("err_num_partition_exceed_arch_limit", nki.simulate(k), A)
+    err = expect_error("err_num_partition_exceed_arch_limit", nki.simulate(k), A)
     assert "number of partitions 256 exceed architecture limitation of 128" in str(err)
 
 
@@ -46,7 +35,7 @@ def test_load_of_more_than_128_partitions() -> None:
     def k(a):
         t = lnl.load(a)  # BAD
         return t
-    expect("err_num_partition_exceed_arch_limit", k, np.ones((256, 4), F32))
+    expect_error("err_num_partition_exceed_arch_limit", k, np.ones((256, 4), F32))
 
 
 def test_out_of_bound_slice() -> None:
@@ -56,7 +45,7 @@ def test_out_of_bound_slice() -> None:
         t = lnl.load(a[:, 0:4096])  # BAD
         lnl.store(out, t)
         return out
-    err = expect("err_tensor_access_out_of_bound", k, np.ones((128, 4000), F32))
+    err = expect_error("err_tensor_access_out_of_bound", k, np.ones((128, 4000), F32))
     assert "index range [0, 4095] exceed dimension size of 4000" in str(err)
 
 
@@ -72,7 +61,7 @@ def test_out_of_bound_arange_without_mask_and_fine_with_mask() -> None:
     def k(a):
         return body(a, False)
 
-    err = expect("err_tensor_access_out_of_bound", lnki.jit(body), np.ones((200, 512), F32), False)
+    err = expect_error("err_tensor_access_out_of_bound", lnki.jit(body), np.ones((200, 512), F32), False)
     assert "dimension 0" in str(err)
     out = lnki.simulate_kernel(body, np.arange(200 * 512, dtype=F32).reshape(200, 512), True)
     np.testing.assert_array_equal(out[:100], np.arange(200 * 512, dtype=F32).reshape(200, 512)[100:])
@@ -86,7 +75,7 @@ def test_load_from_sbuf_is_unsupported_memory() -> None:
         t = lnl.load(a)
         u = lnl.load(t)  # BAD
         return u
-    err = expect("err_unsupported_memory", k, A)
+    err = expect_error("err_unsupported_memory", k, A)
     assert "Expected operand 'src' of 'load' to be in address space 'hbm', but got a tile in 'sbuf'" in str(err)
 
 
@@ -98,7 +87,7 @@ def test_matmul_dst_must_be_psum() -> None:
         d = nl.ndarray((128, 128), nl.float32, buffer=nl.sbuf)
         nisa.nc_matmul(dst=d, stationary=s, moving=s)  # BAD
         return d
-    expect("err_unsupported_memory", nki.simulate(k), A)
+    expect_error("err_unsupported_memory", nki.simulate(k), A)
 
 
 def test_compute_on_hbm_operand() -> None:
@@ -106,7 +95,7 @@ def test_compute_on_hbm_operand() -> None:
     def k(a):
         t = lnl.exp(a)  # BAD
         return t
-    expect("err_unsupported_memory", k, A)
+    expect_error("err_unsupported_memory", k, A)
 
 
 def test_output_must_be_shared_hbm() -> None:
@@ -115,7 +104,7 @@ def test_output_must_be_shared_hbm() -> None:
         t = nl.ndarray((128, 512), nl.float32, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=a)
         return t  # BAD
-    err = expect("err_unsupported_memory", nki.simulate(k), A)
+    err = expect_error("err_unsupported_memory", nki.simulate(k), A)
     assert "shared_hbm" in str(err)
 
 
@@ -124,7 +113,7 @@ def test_output_not_written() -> None:
     def k(a):
         out = nl.ndarray((128, 512), nl.float32, buffer=nl.shared_hbm)
         return out  # BAD
-    expect("err_tensor_output_not_written_to", nki.simulate(k), A)
+    expect_error("err_tensor_output_not_written_to", nki.simulate(k), A)
 
 
 def test_partially_written_output_warns() -> None:
@@ -149,7 +138,7 @@ def test_matmul_moving_free_size_limit() -> None:
         d = nl.ndarray((128, 1024), nl.float32, buffer=nl.psum)
         nisa.nc_matmul(dst=d, stationary=s, moving=m)  # BAD
         return d
-    err = expect("err_size_of_dimension_exceed_arch_limit", nki.simulate(k), A)
+    err = expect_error("err_size_of_dimension_exceed_arch_limit", nki.simulate(k), A)
     assert "moving free size 1024" in str(err)
 
 
@@ -159,7 +148,7 @@ def test_matmul_stationary_free_size_limit() -> None:
         s = lnl.zeros((128, 256), lnl.bfloat16)
         r = lisa.nc_matmul(s, s)  # BAD
         return r
-    expect("err_size_of_dimension_exceed_arch_limit", k, A)
+    expect_error("err_size_of_dimension_exceed_arch_limit", k, A)
 
 
 def test_matmul_contraction_mismatch() -> None:
@@ -169,7 +158,7 @@ def test_matmul_contraction_mismatch() -> None:
         m = lnl.zeros((64, 512), lnl.bfloat16)
         r = lisa.nc_matmul(s, m)  # BAD
         return r
-    expect("err_num_partition_mismatch", k, A)
+    expect_error("err_num_partition_mismatch", k, A)
 
 
 def test_matmul_fp32_with_bf16() -> None:
@@ -179,7 +168,7 @@ def test_matmul_fp32_with_bf16() -> None:
         m = lnl.zeros((128, 512), lnl.bfloat16)
         r = lisa.nc_matmul(s, m)  # BAD
         return r
-    expect("err_unsupported_dtype", k, A)
+    expect_error("err_unsupported_dtype", k, A)
 
 
 def test_transpose_too_large() -> None:
@@ -188,7 +177,7 @@ def test_transpose_too_large() -> None:
         t = lnl.load(a)
         r = lisa.nc_transpose(t)  # BAD
         return r
-    expect("err_size_of_dimension_exceed_arch_limit", k, A)
+    expect_error("err_size_of_dimension_exceed_arch_limit", k, A)
 
 
 def test_1d_arange() -> None:
@@ -197,7 +186,7 @@ def test_1d_arange() -> None:
         i = lnl.arange(128)
         t = lnl.load(a[i, i])  # BAD
         return t
-    expect("err_1d_arange_not_supported", k, A)
+    expect_error("err_1d_arange_not_supported", k, A)
 
 
 def test_mixing_basic_and_advanced_indexing() -> None:
@@ -206,7 +195,7 @@ def test_mixing_basic_and_advanced_indexing() -> None:
         i_p = lnl.arange(128)[:, None]
         t = lnl.load(a[i_p, 0:512])  # BAD
         return t
-    expect("err_unsupported_mixing_basic_advanced_tensor_indexing", k, A)
+    expect_error("err_unsupported_mixing_basic_advanced_tensor_indexing", k, A)
 
 
 def test_store_destination_smaller() -> None:
@@ -216,7 +205,7 @@ def test_store_destination_smaller() -> None:
         t = lnl.load(a)
         lnl.store(out, t)  # BAD
         return out
-    expect("err_store_dst_shape_smaller_than_other_shape", k, A)
+    expect_error("err_store_dst_shape_smaller_than_other_shape", k, A)
 
 
 def test_activation_bias_dtype() -> None:
@@ -226,7 +215,7 @@ def test_activation_bias_dtype() -> None:
         b = lnl.zeros((128, 1), lnl.bfloat16)
         r = lisa.activation(lnl.exp, t, bias=b)  # BAD
         return r
-    expect("err_activation_bias_invalid_type", k, A)
+    expect_error("err_activation_bias_invalid_type", k, A)
 
 
 def test_activation_scale_type_and_shape() -> None:
@@ -235,14 +224,14 @@ def test_activation_scale_type_and_shape() -> None:
         t = lnl.load(a)
         r = lisa.activation(lnl.exp, t, scale="2")  # BAD
         return r
-    expect("err_activation_scale_invalid_type", k, A)
+    expect_error("err_activation_scale_invalid_type", k, A)
 
     @lnki.jit
     def k2(a):
         t = lnl.load(a)
         r = lisa.activation(lnl.exp, t, scale=t)  # BAD
         return r
-    expect("err_activation_scale_scalar_or_vector", k2, A)
+    expect_error("err_activation_scale_scalar_or_vector", k2, A)
 
 
 def test_truth_value_of_tile() -> None:
@@ -251,7 +240,7 @@ def test_truth_value_of_tile() -> None:
         t = lnl.load(a)
         if t:  # BAD
             pass
-    expect("err_ambiguous_tensor_truth_value", k, A)
+    expect_error("err_ambiguous_tensor_truth_value", k, A)
 
 
 def test_control_flow_on_arange() -> None:
@@ -260,14 +249,14 @@ def test_control_flow_on_arange() -> None:
         i_p = lnl.arange(128)[:, None]
         if i_p < 64:  # BAD
             pass
-    expect("err_control_flow_condition_depending_on_arange", k, A)
+    expect_error("err_control_flow_condition_depending_on_arange", k, A)
 
 
 def test_annotation_shape_mismatch() -> None:
     @lnki.jit
     def k(a: lnki.typing.tensor[64, 512]):  # BAD
         return None
-    expect("err_annotation_shape_mismatch", k, A)
+    expect_error("err_annotation_shape_mismatch", k, A)
 
 
 def test_hbm_tensor_with_init_value() -> None:
@@ -275,7 +264,7 @@ def test_hbm_tensor_with_init_value() -> None:
     def k(a):
         out = lnl.zeros((128, 512), lnl.float32, buffer=lnl.shared_hbm)  # BAD
         return out
-    expect("err_hbm_tensor_with_init_value_not_supported", k, A)
+    expect_error("err_hbm_tensor_with_init_value_not_supported", k, A)
 
 
 def test_nested_kernel_with_grid() -> None:
@@ -286,7 +275,7 @@ def test_nested_kernel_with_grid() -> None:
     @lnki.jit
     def k(a):
         inner[2](a)  # BAD
-    expect("err_nested_kernel_with_spmd_grid", k, A)
+    expect_error("err_nested_kernel_with_spmd_grid", k, A)
 
 
 def test_api_outside_kernel() -> None:
@@ -305,7 +294,7 @@ def test_start_partition_rule() -> None:
         nisa.tensor_copy(dst=ok, src=t[96:128, :])
         nisa.tensor_copy(dst=ok, src=t[16:48, :])  # BAD
         return ok
-    err = expect("err_unsupported_start_partition", nki.simulate(k), A)
+    err = expect_error("err_unsupported_start_partition", nki.simulate(k), A)
     assert "starting at partition 16" in str(err)
 
 
@@ -317,7 +306,7 @@ def test_non_contiguous_partitions() -> None:
         d = nl.ndarray((64, 512), nl.float32, buffer=nl.sbuf)
         nisa.tensor_copy(dst=d, src=t[0:128:2, :])  # BAD
         return d
-    expect("err_leading_dimension_of_tensor_must_be_partition", nki.simulate(k), A)
+    expect_error("err_leading_dimension_of_tensor_must_be_partition", nki.simulate(k), A)
 
 
 def test_reduce_over_partition_axis() -> None:
@@ -326,14 +315,14 @@ def test_reduce_over_partition_axis() -> None:
         t = lnl.load(a)
         r = lnl.sum(t, axis=0)  # BAD
         return r
-    expect("err_unsupported_reduce_axis", k, A)
+    expect_error("err_unsupported_reduce_axis", k, A)
 
     @lnki.jit
     def k2(a):
         t = lnl.load(a.reshape((128, 4, 128)))
         r = lnl.sum(t, axis=1)  # BAD
         return r
-    expect("err_unsupported_reduce_axis", k2, A)
+    expect_error("err_unsupported_reduce_axis", k2, A)
 
 
 def test_too_many_dimensions() -> None:
@@ -342,7 +331,7 @@ def test_too_many_dimensions() -> None:
         t = lnl.load(a.reshape((128, 2, 2, 2, 2, 32)))
         r = lnl.exp(t)  # BAD
         return r
-    expect("err_exceed_max_supported_dimension", k, A)
+    expect_error("err_exceed_max_supported_dimension", k, A)
 
 
 def test_float64_input() -> None:
@@ -367,7 +356,7 @@ def test_sbuf_capacity_per_target(monkeypatch: pytest.MonkeyPatch) -> None:
 
     nki.simulate(k)(A)
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
-    err = expect("err_sbuf_capacity_exceeded", nki.simulate(k), A)
+    err = expect_error("err_sbuf_capacity_exceeded", nki.simulate(k), A)
     assert "trn1" in str(err) and "180224" in str(err)
 
 
@@ -399,7 +388,7 @@ def test_psum_capacity() -> None:
         for b in banks:
             nisa.tensor_copy(dst=s, src=b[:, 0:1])
         return extra
-    err = expect("err_psum_capacity_exceeded", nki.simulate(k), A)
+    err = expect_error("err_psum_capacity_exceeded", nki.simulate(k), A)
     assert "16384" in str(err)
 
 
@@ -414,7 +403,7 @@ def test_matmul_result_must_not_cross_a_psum_bank() -> None:
         nisa.nc_matmul(dst=d[:, 512:1024], stationary=s, moving=m)
         nisa.nc_matmul(dst=d[:, 256:768], stationary=s, moving=m)  # BAD
         return d
-    err = expect("err_size_of_dimension_exceed_arch_limit", nki.simulate(k), A)
+    err = expect_error("err_size_of_dimension_exceed_arch_limit", nki.simulate(k), A)
     assert "bank boundary" in str(err)
 
 
@@ -423,7 +412,7 @@ def test_bf16_dtype_accepted_fp64_dtype_refused() -> None:
     def k(a):
         t = nl.ndarray((128, 4), np.float64, buffer=nl.sbuf)  # BAD
         return t
-    expect("err_unsupported_dtype", nki.simulate(k), np.ones((4, 4), ml_dtypes.bfloat16))
+    expect_error("err_unsupported_dtype", nki.simulate(k), np.ones((4, 4), ml_dtypes.bfloat16))
 
 
 def test_shared_hbm_allocated_outside_the_kernel_function() -> None:
@@ -450,7 +439,7 @@ def test_operator_does_not_broadcast_partitions() -> None:
         fine = lnl.add(t, row)  # the API broadcasts a 1-partition operand
         bad = t + row  # BAD
         return fine, bad
-    expect("err_num_partition_mismatch", k, A)
+    expect_error("err_num_partition_mismatch", k, A)
 
 
 def test_psum_tiles_with_unread_matmuls_are_freed() -> None:

@@ -13,11 +13,10 @@ import torchneuron.nki.legacy.isa as nisa
 import torchneuron.nki.legacy.language as nl
 from torchneuron.nki import runner
 
+from nki_test_utils import standard_normal_f32
+
 RNG = np.random.default_rng(17)
-
-
-def f32(*shape: int) -> np.ndarray:
-    return RNG.standard_normal(shape, dtype=np.float32)
+f32 = standard_normal_f32(RNG)
 
 
 # ---- PSUM accumulation into a freshly allocated tile ----

@@ -16,19 +16,8 @@ import torchneuron.nki.legacy as lnki
 import torchneuron.nki.legacy.isa as lisa
 import torchneuron.nki.legacy.language as lnl
 from torchneuron import nki
-from torchneuron.nki import NkiError
 
-from nki_test_utils import line_of
-
-
-def expect(code: str, kernel, *args, marker: str = "# BAD") -> NkiError:
-    with pytest.raises(NkiError) as info:
-        kernel(*args)
-    err = info.value
-    assert err.code == code, str(err)
-    assert err.filename == __file__, str(err)
-    assert err.lineno == line_of(kernel, marker), str(err)
-    return err
+from nki_test_utils import expect_error
 
 
 # ---- local_gather ---------------------------------------------------------------------------------
@@ -127,7 +116,7 @@ def test_local_gather_index_must_be_uint16() -> None:
         nisa.local_gather(dst=r, src_buffer=ts, index=ti)  # BAD
         return ts
 
-    expect("err_unsupported_dtype", kern, np.ones((16, 8), np.float32), np.zeros((16, 1), np.int32))
+    expect_error("err_unsupported_dtype", kern, np.ones((16, 8), np.float32), np.zeros((16, 1), np.int32))
 
 
 # ---- nonzero_with_count -----------------------------------------------------------------------------
@@ -195,7 +184,7 @@ def test_nonzero_with_count_dst_needs_the_count_slot() -> None:
         nisa.nonzero_with_count(dst=r, src=t)  # BAD
         return a
 
-    expect("err_shape_mismatch", kern, np.ones((16, 8), np.float32))
+    expect_error("err_shape_mismatch", kern, np.ones((16, 8), np.float32))
 
 
 def test_nonzero_with_count_needs_nc_v3(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -209,7 +198,7 @@ def test_nonzero_with_count_needs_nc_v3(monkeypatch: pytest.MonkeyPatch) -> None
         nisa.nonzero_with_count(dst=r, src=t)  # BAD
         return a
 
-    expect("err_invalid_argument", kern, np.ones((16, 8), np.float32))
+    expect_error("err_invalid_argument", kern, np.ones((16, 8), np.float32))
 
 
 # ---- sequence_bounds ---------------------------------------------------------------------------------
@@ -270,7 +259,7 @@ def test_sequence_bounds_partition_dim_must_be_one() -> None:
         nisa.sequence_bounds(dst=r, segment_ids=t)  # BAD
         return s
 
-    expect("err_shape_mismatch", kern, np.ones((2, 8), np.int32))
+    expect_error("err_shape_mismatch", kern, np.ones((2, 8), np.int32))
 
 
 # ---- rand_get_state / rand_set_state -----------------------------------------------------------------
@@ -315,7 +304,7 @@ def test_rand_state_vector_engine_needs_nc_v4() -> None:
         nisa.rand_set_state(src_seeds=t, engine=nisa.vector_engine)  # BAD
         return s
 
-    expect("err_invalid_argument", kern, np.zeros((128, 24), np.uint32))
+    expect_error("err_invalid_argument", kern, np.zeros((128, 24), np.uint32))
 
 
 def test_rand_get_state_needs_six_uint32_words_on_gpsimd() -> None:
@@ -325,7 +314,7 @@ def test_rand_get_state_needs_six_uint32_words_on_gpsimd() -> None:
         nisa.rand_get_state(dst=t, engine=nisa.gpsimd_engine)  # BAD
         return s
 
-    expect("err_shape_mismatch", kern, np.zeros((1, 1), np.uint32))
+    expect_error("err_shape_mismatch", kern, np.zeros((1, 1), np.uint32))
 
 
 # ---- NkiTensor.vector_select ---------------------------------------------------------------------------
@@ -380,4 +369,4 @@ def test_vector_select_only_on_hbm() -> None:
         t.vector_select(0, to)  # BAD
         return tab
 
-    expect("err_unsupported_memory", kern, np.ones((4, 3), np.float32), np.zeros((4, 1), np.int32))
+    expect_error("err_unsupported_memory", kern, np.ones((4, 3), np.float32), np.zeros((4, 1), np.int32))

@@ -11,6 +11,8 @@ import torchneuron.nki.isa as nisa
 import torchneuron.nki.language as nl
 from torchneuron import nki
 
+from nki_test_utils import random_array
+
 BINARY = {
     nl.add: np.add, nl.subtract: np.subtract, nl.multiply: np.multiply, nl.maximum: np.maximum,
     nl.minimum: np.minimum, nl.greater: np.greater, nl.less_equal: np.less_equal, nl.equal: np.equal,
@@ -21,7 +23,7 @@ DTYPES = [np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float1
 
 
 def _tile(shape: tuple[int, ...], dtype: np.dtype, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).uniform(-4, 4, shape).astype(np.float32).astype(dtype)
+    return random_array(shape, dtype, seed, low=-4, high=4)
 
 
 @settings(max_examples=30)

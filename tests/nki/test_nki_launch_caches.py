@@ -15,7 +15,7 @@ from torchneuron import nki
 from torchneuron.nki import errors as nki_errors
 from torchneuron.nki.core import buffers
 from torchneuron.nki.enums import dma_engine, engine
-from torchneuron.nki.ops import elementwise, matmul
+from torchneuron.nki.instructions import elementwise, matmul
 
 RNG = np.random.default_rng(11)
 

@@ -15,11 +15,10 @@ import torchneuron.nki.legacy.language as nl
 import torchneuron.nki.legacy.typing as nt
 from torchneuron.nki import errors as nki_errors
 
+from nki_test_utils import standard_normal_f32
+
 RNG = np.random.default_rng(7)
-
-
-def f32(*shape: int) -> np.ndarray:
-    return RNG.standard_normal(shape, dtype=np.float32)
+f32 = standard_normal_f32(RNG)
 
 
 @nki.jit(mode="simulation")

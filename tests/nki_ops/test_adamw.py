@@ -7,8 +7,8 @@ import copy
 import pytest
 import torch
 
-from nki_ops.ops import adamw_
-from nki_ops.ops.adamw_ops import reference_adamw_
+from nki_ops.torch_ops import adamw_
+from nki_ops.torch_ops.adamw_ops import reference_adamw_
 from nki_ops.optim import AdamW
 
 

@@ -15,9 +15,9 @@ import pytest
 import torch
 from torch.autograd.gradcheck import GradcheckError
 
-import nki_ops.ops as ops
+import nki_ops.torch_ops as ops
 import torchneuron
-from nki_ops.ops import attention_ops, linear_ops, norm_ops, rotary_ops, softmax_ops
+from nki_ops.torch_ops import attention_ops, linear_ops, norm_ops, rotary_ops, softmax_ops
 from tests.custom_ops import kernels
 
 GRADCHECK = {"eps": 1e-2, "atol": 1e-2, "rtol": 1e-2}

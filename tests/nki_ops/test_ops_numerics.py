@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import nki_ops.ops as ops
-from nki_ops.ops import attention_ops, linear_ops, norm_ops, rotary_ops, softmax_ops
+import nki_ops.torch_ops as ops
+from nki_ops.torch_ops import attention_ops, linear_ops, norm_ops, rotary_ops, softmax_ops
 
 DTYPES = st.sampled_from([torch.float32, torch.bfloat16])
 TOL = {torch.float32: 1e-4, torch.bfloat16: 3e-2}  # bf16: a few roundings of 2^-8 each

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-import nki_ops.ops  # noqa: F401  (registers torch.ops.nki_ops.*)
+import nki_ops.torch_ops  # noqa: F401  (registers torch.ops.nki_ops.*)
 from tests.custom_ops.opcheck import opcheck
 
 N = torch.ops.nki_ops

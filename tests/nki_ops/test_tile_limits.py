@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import nki_ops.ops as ops
+import nki_ops.torch_ops as ops
 from torchneuron.nki import NkiError
 
 

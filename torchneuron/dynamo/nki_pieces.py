@@ -3,7 +3,7 @@
 On the sim an NKI op node is a partition boundary: its piece runs eagerly, so the op's kernels run on the NKI
 simulator on the device buffers between compiled pieces (``partition.classify``). On a Trn host each NKI op
 node becomes a StableHLO program of one ``custom_call @AwsNeuronCustomNativeKernel`` carrying the op's kernel
-launches (``nki.trn_host``), compiled by neuronx-cc like the graph's other pieces; the surrounding ops of the
+launches (``nki.neuron_sdk``), compiled by neuronx-cc like the graph's other pieces; the surrounding ops of the
 piece run as eager device ops. The launches are recorded by running the op's function shape-only on the
 node's traced shapes, so the config names each kernel argument by where it comes from.
 """
@@ -39,9 +39,9 @@ def _meta(v: Any) -> Any:
 
 
 def _spec(t: torch.Tensor) -> Any:
-    from ..nki import trn_host
+    from ..nki import neuron_sdk
 
-    return trn_host.Spec(tuple(int(s) for s in t.shape), str(t.dtype).removeprefix("torch."))
+    return neuron_sdk.Spec(tuple(int(s) for s in t.shape), str(t.dtype).removeprefix("torch."))
 
 
 def _flat_tensors(v: Any) -> list[Any]:
@@ -54,7 +54,7 @@ def _flat_tensors(v: Any) -> list[Any]:
 
 def custom_call_for(node: fx.Node) -> tuple[str, list[fx.Node]]:
     """The custom-call module of one NKI op node and the graph values its operands are, in order."""
-    from ..nki import torch_io, trn_host
+    from ..nki import neuron_sdk, torch_io
 
     name = registry.op_of(node.target, node.args)
     if isinstance(node.target, torch._ops.HigherOrderOperator):
@@ -70,8 +70,8 @@ def custom_call_for(node: fx.Node) -> tuple[str, list[fx.Node]]:
     with torch_io.recording(inputs) as rec:
         fn(*args, **kwargs)
     outputs = _flat_tensors(node.meta["val"])
-    config = trn_host.backend_config(name, rec.launches)
-    text = trn_host.custom_call_module(name, [_spec(t) for t in inputs], [_spec(t) for t in outputs], config)
+    config = neuron_sdk.backend_config(name, rec.launches)
+    text = neuron_sdk.custom_call_module(name, [_spec(t) for t in inputs], [_spec(t) for t in outputs], config)
     return text, operands
 
 

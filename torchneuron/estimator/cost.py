@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .machine import DMA_LATENCY_NS, MIN_II_CYCLES, Machine
-from .ops import HBM, TENSOR, TensorMeta, Work, op_label, work
+from .op_work import HBM, TENSOR, TensorMeta, Work, op_label, work
 
 
 @dataclass

@@ -12,7 +12,7 @@ from torch.utils import _pytree as pytree
 
 from .cost import OpEstimate, op_cost
 from .machine import Machine
-from .ops import DMA, TENSOR, TensorMeta, base_name, exact_flops, is_view
+from .op_work import DMA, TENSOR, TensorMeta, base_name, exact_flops, is_view
 
 
 def trace(fn: Any, args: tuple, kwargs: dict) -> fx.GraphModule:

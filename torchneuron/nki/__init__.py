@@ -21,7 +21,7 @@
 from __future__ import annotations
 
 from . import legacy, typing
-from .aliases import install_from_env, install_import_aliases, uninstall_import_aliases
+from .aliases import install_import_aliases, uninstall_import_aliases
 from .cost import CostReport
 from . import isa, language
 from .current import jit, simulate
@@ -35,5 +35,3 @@ __all__ = [
     "benchmark", "current_target", "estimate", "install_import_aliases", "isa", "jit", "language", "legacy",
     "profile", "simulate", "simulate_kernel", "typing", "uninstall_import_aliases",
 ]
-
-install_from_env()

@@ -15,8 +15,6 @@ import sys
 import types
 from typing import Any
 
-from .. import _env
-
 ALIASES: dict[str, str] = {
     "neuronxcc": "",  # a bare namespace that holds `nki`
     "neuronxcc.nki": "torchneuron.nki.legacy",
@@ -122,11 +120,3 @@ def uninstall_import_aliases() -> None:
         if name in ALIASES and (not ALIASES[name] or sys.modules[name] is sys.modules.get(ALIASES[name])):
             del sys.modules[name]
     _finder = None
-
-
-def install_from_env() -> bool:
-    """Honour TORCHNEURON_NKI_ALIASES=1."""
-    if _env.flag(_env.NKI_ALIASES):
-        install_import_aliases()
-        return True
-    return False

@@ -2,7 +2,7 @@
 and converted back, and the cost report for the launch.
 
 The entry point is `launch(func, args, kwargs, grid, api)`; `kernel.Kernel` calls it. Array arguments go
-through `host` (NumPy, torch CPU tensors, JAX arrays, or any kind registered there): each becomes a
+through `host_arrays` (NumPy, torch CPU tensors, JAX arrays, or any kind registered there): each becomes a
 `shared_hbm`/`hbm` tensor over a NumPy view of the caller's memory, zero-copy where the kind allows, so a
 kernel that writes an input mutates the caller's array, as AWS's simulator does. Outputs come back as the
 kind of the first array argument.
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from . import cost, dtypes, host, launch_signatures, lnc, torch_io
+from . import cost, dtypes, host_arrays, launch_signatures, lnc, torch_io
 from .core import alu, blas, context, data_dependence
 from .core.buffers import HBM, SHARED_HBM, Storage
 from .core.tensor import NkiTensor
@@ -41,7 +41,7 @@ from .errors import (
     warn,
 )
 from .hardware import Target, current_target
-from .ops.tile import Tile
+from .instructions.tile import Tile
 
 
 @dataclass
@@ -70,7 +70,8 @@ class Launch:
 class _Input:
     __slots__ = ("original", "view", "tensor", "kind")
 
-    def __init__(self, original: Any, view: host.HostView, tensor: NkiTensor, kind: host.HostKind) -> None:
+    def __init__(self, original: Any, view: host_arrays.HostView, tensor: NkiTensor,
+                 kind: host_arrays.HostKind) -> None:
         self.original = original
         self.view = view
         self.tensor = tensor
@@ -78,7 +79,7 @@ class _Input:
 
 
 def _wrap_input(value: Any, buffer: Any, name: str) -> _Input | None:
-    kind = host.kind_of(value)
+    kind = host_arrays.kind_of(value)
     if kind is None:
         return None
     view = kind.to_numpy(value, name)
@@ -139,7 +140,7 @@ def _outputs(result: Any) -> list[NkiTensor]:
     return []
 
 
-def _convert(result: Any, kind: host.HostKind) -> Any:
+def _convert(result: Any, kind: host_arrays.HostKind) -> Any:
     if isinstance(result, NkiTensor):
         return kind.from_numpy(result.read())
     if isinstance(result, tuple):
@@ -281,9 +282,9 @@ def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     if io is None:
         return _simulate(func, args, kwargs, grid, api, target)
     if io.mode == torch_io.HARDWARE:
-        from . import trn_host
+        from . import neuron_sdk
 
-        return Launch(trn_host.launch(func, args, kwargs, grid, api), None)
+        return Launch(neuron_sdk.launch(func, args, kwargs, grid, api), None)
     with torch_io.launching(io):
         done = _simulate(func, args, kwargs, grid, api, target, io.hbm_data, repeatable=io.mode == torch_io.DEVICE)
         torch_io.finished(io, func, api, grid, args, kwargs, done.results, done.report)
@@ -337,5 +338,5 @@ def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         if not steered:
             launch_signatures.remember(func, signature, report)
     prints = [p for r, _ in finished for p in r.prints]
-    kind = inputs[0].kind if inputs else host.kind_of(np.empty(0))
+    kind = inputs[0].kind if inputs else host_arrays.kind_of(np.empty(0))
     return Launch(_convert(results, kind), report, prints)

@@ -8,17 +8,17 @@ Which tensors a launch has decides how it runs:
   allocator and the simulator writes into their views. Nothing is copied to the CPU and back; a kernel that
   writes an input writes device memory, as on hardware. CPU tensors mixed in are refused, naming the device.
 * ``neuron`` tensors on a Trn host (nrt runtime): the launch goes to the real ``nki`` package
-  (``nki.trn_host``), not to the simulator.
+  (``nki.neuron_sdk``), not to the simulator.
 * fake or meta tensors (Dynamo, AOTAutograd, ``torch.export``, opcheck): **shape-only** launch. The kernel
   runs over zero-filled host pages of the inputs' shapes (it computes the output shapes, and every NKI check
   still applies); nothing touches device memory, and the outputs are fake/meta tensors of the shapes and
   dtypes the kernel allocated. (The values computed on the zeros are thrown away: the simulator's ops compute
   before they reach the per-instruction choke point, so they cannot be skipped there.)
-* CPU tensors only: not this module's: host's built-in torch kind runs them (``nki.simulate`` on torch CPU
+* CPU tensors only: not this module's: host_arrays' built-in torch kind runs them (``nki.simulate`` on torch CPU
   tensors, zero-copy too). Refused inside ``torchneuron.nki_op`` / ``wrap_nki`` (``device_only``), whose
   kernels run on the neuron device.
 
-The conversions are a ``host.HostKind`` ("torch-launch") that is active only while a launch opened here runs.
+The conversions are a ``host_arrays.HostKind`` ("torch-launch") that is active only while a launch opened here runs.
 bf16 and fp8 map through ml_dtypes views of the same bytes.
 """
 
@@ -36,7 +36,7 @@ import numpy as np
 from . import dtypes
 from .core.scoped import scoped
 from .errors import ERR_DTYPE, ERR_INVALID_ARG, ERR_MEMORY, fail
-from .host import HostKind, HostView, register_host_kind
+from .host_arrays import HostKind, HostView, register_host_kind
 
 DEVICE, SHAPE, HARDWARE = "device", "shape", "hardware"
 
@@ -80,7 +80,7 @@ class LaunchRecorder:
         return "allocated"
 
     def record(self, func: Any, api: str, grid: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-        from .trn_host import kernel_source
+        from .neuron_sdk import kernel_source
 
         def describe(v: Any) -> Any:
             if is_torch(v):
@@ -209,7 +209,7 @@ def _address(arr: np.ndarray) -> int:
 
 
 class TorchIO:
-    """The torch side of one launch (``host.HostKind`` "torch-launch" consults it while the launch runs): how
+    """The torch side of one launch (``host_arrays.HostKind`` "torch-launch" consults it while the launch runs): how
     inputs become arrays, where outputs are allocated, and how returned tiles become tensors."""
 
     def __init__(self, mode: str, device: Any, kernel: str):
@@ -363,7 +363,7 @@ def open_launch(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tor
                        f"but NKI kernels run on {where}.", f"move it there first: {name}.to("
                        f"'{neuron[0] if neuron else 'neuron'}').")
     if not neuron:
-        return None  # CPU tensors only: the standalone simulator (host's built-in torch kind, zero-copy too)
+        return None  # CPU tensors only: the standalone simulator (host_arrays' built-in torch kind, zero-copy too)
     return TorchIO(HARDWARE if _trn_host().on_trn_host() else DEVICE, neuron[0], kernel)
 
 
@@ -378,9 +378,9 @@ def _shape_only_kinds() -> tuple[type, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _trn_host() -> Any:
-    from . import trn_host
+    from . import neuron_sdk
 
-    return trn_host
+    return neuron_sdk
 
 
 def _launch_io() -> TorchIO:

@@ -15,7 +15,7 @@ import torch
 
 from ..estimator.cost import op_cost
 from ..estimator.machine import machine
-from ..estimator.ops import TensorMeta
+from ..estimator.op_work import TensorMeta
 
 Record = tuple[str, list[tuple[tuple[int, ...], torch.dtype, bool]], int]
 

@@ -38,11 +38,11 @@ class KernelRun:
     # shared_hbm allocations are one tensor for the whole grid: the n-th one each instance makes is the same
     shared: list = field(default_factory=list)
     shared_next: int = 0
-    rng: Any = None           # the PRNG state (ops.misc), created on first use
-    reduce_regs: Any = None   # the Scalar engine's per-partition reduce registers (ops.elementwise)
+    rng: Any = None           # the PRNG state (instructions.rng), created on first use
+    reduce_regs: Any = None   # the Scalar engine's per-partition reduce registers (instructions.elementwise)
     exchange: Any = None      # lnc.CoreExchange when the cores of an LNC launch run concurrently
     kernel_code: Any = None   # the launched function's code: shared_hbm tensors are allocated there only
-    tensor_class: type = NkiTensor  # what allocations return (the launch passes ops.tile.Tile)
+    tensor_class: type = NkiTensor  # what allocations return (the launch passes instructions.tile.Tile)
     # torch launches (nki.torch_io): (shape, dtype) -> flat writable memory for a shared_hbm output (a device
     # tensor's, so the caller gets the result without a copy), or None for the simulator's own memory
     hbm_data: Any = None

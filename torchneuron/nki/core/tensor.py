@@ -6,7 +6,7 @@ operation on the whole tile. Legacy affine-index accesses (`t[i_p, 2*i_f+1]`) be
 are checked when an instruction uses them, because only then is the instruction's `mask=` known.
 
 This is the memory model only: views, reads and writes. Instructions, Python operators and assignment are
-built on it in `ops` (`ops.tile.Tile`); every view keeps the class of the tensor it was taken from.
+built on it in `instructions` (`instructions.tile.Tile`); every view keeps the class of the tensor it was taken from.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class NkiTensor:
         self.bounds = bounds        # gather bounds, checked when an instruction uses the view
         self.size = size = math.prod(shape)
         self.partitions = partitions = shape[pdim] if pdim is not None and shape else 1
-        self.checked = 0            # the partition limit an operand check passed for (ops.common)
+        self.checked = 0            # the partition limit an operand check passed for (instructions.common)
         # strided views of the storage arrays: the first one asked for (nearly always the values) in a
         # slot, any other (written, psum_fresh) by id
         self._data_src: np.ndarray | None = None

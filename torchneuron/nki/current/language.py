@@ -10,8 +10,8 @@ from typing import Any
 
 from ..core.buffers import Buffer as _Buffer
 from ..core.tensor import NkiTensor as _NkiTensor
-from ..lang_common import *  # noqa: F403
-from ..lang_common import __all__ as _common
+from ..language_shared import *  # noqa: F403
+from ..language_shared import __all__ as _common
 from .registers import VirtualRegister
 
 

@@ -12,9 +12,9 @@ from ..core import context as _ctx
 from ..core.indexing import IndexArray, Mask, arange, mgrid, par_dim  # noqa: F401
 from ..core.tensor import NkiTensor
 from ..kernel import nc, spmd_dim  # noqa: F401
-from ..lang_common import *  # noqa: F403
-from ..lang_common import __all__ as _common
-from ..ops import elementwise as _ew
+from ..language_shared import *  # noqa: F403
+from ..language_shared import __all__ as _common
+from ..instructions import elementwise as _ew
 
 
 def static_cast(arr: Any, dtype: Any) -> Any:

@@ -25,14 +25,16 @@ from ...enums import (  # noqa: F401
     vector_engine,
 )
 from ...errors import ERR_INVALID_ARG, NkiValidationError, fail  # noqa: F401
-from ...ops import accumulate as _acc
-from ...ops import dma as _dma
-from ...ops import elementwise as _ew
-from ...ops import matmul as _mm
-from ...ops import misc as _misc
-from ...ops import reduce as _red
-from ...ops import select as _sel
-from ...ops.common import check_on_chip, read, write
+from ...instructions import accumulate as _acc
+from ...instructions import dma as _dma
+from ...instructions import elementwise as _ew
+from ...instructions import gather as _gather
+from ...instructions import iota as _iota
+from ...instructions import matmul as _mm
+from ...instructions import reduce as _red
+from ...instructions import rng as _rng
+from ...instructions import select as _sel
+from ...instructions.common import check_on_chip, read, write
 from ..registers import register_alloc, register_load, register_move, register_store  # noqa: F401
 
 
@@ -99,7 +101,7 @@ def tensor_scalar_cumulative(dst: NkiTensor, src: NkiTensor, op0: Any, op1: Any,
 
 def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
                        reverse0: bool = False, reverse1: bool = False, name: str | None = None) -> None:
-    _misc.tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0, reverse1)
+    _acc.tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0, reverse1)
 
 
 def tensor_copy(dst: NkiTensor, src: NkiTensor, engine: Any = engine.unknown, name: str | None = None) -> None:
@@ -119,7 +121,7 @@ def memset(dst: NkiTensor, value: Any, engine: Any = engine.unknown, name: str |
 
 
 def iota(dst: NkiTensor, pattern: Any, offset: int = 0, channel_multiplier: int = 0, name: str | None = None) -> None:
-    _misc.iota(dst, pattern, offset, channel_multiplier)
+    _iota.iota(dst, pattern, offset, channel_multiplier)
 
 
 def affine_select(dst: NkiTensor, pattern: Any, channel_multiplier: int, on_true_tile: Any, on_false_value: Any,
@@ -173,29 +175,29 @@ def exponential(dst: NkiTensor, src: NkiTensor, max_value: Any = 0.0, reduce_res
 
 
 def dropout(dst: NkiTensor, data: NkiTensor, prob: Any, name: str | None = None) -> None:
-    _misc.dropout(dst, data, prob)
+    _rng.dropout(dst, data, prob)
 
 
 def rng(dst: NkiTensor, engine: Any = engine.vector, name: str | None = None) -> None:
-    _misc.rng_bits(dst, engine="gpsimd" if _mm.engine_name(engine) == "gpsimd" else "vector")
+    _rng.rng_bits(dst, engine="gpsimd" if _mm.engine_name(engine) == "gpsimd" else "vector")
 
 
 def rand_get_state(dst: NkiTensor, engine: Any = engine.unknown, name: str | None = None) -> None:
     """dst (P, 6) uint32 on GpSimd / (P, 24) on Vector (NC-v4): the engine's per-lane PRNG state (NC-v3+)."""
-    _misc.rand_get_state(dst, engine)
+    _rng.rand_get_state(dst, engine)
 
 
 def rand_set_state(src_seeds: NkiTensor, engine: Any = engine.unknown, name: str | None = None) -> None:
     """Seed the engine's per-lane PRNG state from src_seeds (P, 6) / (P, 24) uint32 in SBUF (NC-v3+)."""
-    _misc.rand_set_state(src_seeds, engine)
+    _rng.rand_set_state(src_seeds, engine)
 
 
 def rand2(dst: NkiTensor, min: Any, max: Any, name: str | None = None) -> None:  # noqa: A002
-    _misc.rand(dst, float(min), float(max))
+    _rng.rand(dst, float(min), float(max))
 
 
 def set_rng_seed(src_seeds: Any, name: str | None = None) -> None:
-    _misc.rng_state().seed(read(src_seeds).astype(np.int64) if isinstance(src_seeds, NkiTensor) else src_seeds)
+    _rng.rng_state().seed(read(src_seeds).astype(np.int64) if isinstance(src_seeds, NkiTensor) else src_seeds)
 
 
 def max8(dst: NkiTensor, src: NkiTensor, name: str | None = None) -> None:
@@ -223,16 +225,16 @@ def topk(val_dst: NkiTensor, idx_dst: NkiTensor, src: NkiTensor, n: int, name: s
 def nonzero_with_count(dst: NkiTensor, src: NkiTensor, index_offset: int = 0, padding_val: int = -1,
                        name: str | None = None) -> None:
     """On partitions 0, 16, ..., 112: nonzero indices (+index_offset), padding, then the count (GpSimd, NC-v3+)."""
-    _misc.nonzero_with_count(dst, src, index_offset, padding_val)
+    _gather.nonzero_with_count(dst, src, index_offset, padding_val)
 
 
 def sequence_bounds(dst: NkiTensor, segment_ids: NkiTensor, name: str | None = None) -> None:
     """(1, n) segment IDs -> (1, 2, n) [start, end) of each element's segment; ID 0 is padding (n, -1)."""
-    _misc.sequence_bounds(dst, segment_ids)
+    _gather.sequence_bounds(dst, segment_ids)
 
 
 def nc_stream_shuffle(dst: NkiTensor, src: NkiTensor, shuffle_mask: Any, name: str | None = None) -> None:
-    _misc.nc_stream_shuffle(dst, src, shuffle_mask)
+    _gather.nc_stream_shuffle(dst, src, shuffle_mask)
 
 
 def dma_copy(dst: NkiTensor, src: NkiTensor, priority: Any = None, oob_mode: Any = oob_mode.error,
@@ -247,13 +249,13 @@ def dma_compute(dst: NkiTensor, srcs: Any, reduce_op: Any, scales: Any = None, u
 
 def nc_n_gather(dst: NkiTensor, data: NkiTensor, indices: NkiTensor, name: str | None = None) -> None:
     """dst[p, j] = data[p, indices[p, j]]: a per-partition gather along the free dims (GpSimd)."""
-    _misc.gather_flattened(dst, data, indices, api="nc_n_gather")
+    _gather.gather_flattened(dst, data, indices, api="nc_n_gather")
 
 
 def local_gather(dst: NkiTensor, src_buffer: NkiTensor, index: NkiTensor, num_elem_per_idx: int = 1,
                  num_valid_indices: int | None = None, name: str | None = None) -> None:
     """Per GpSimd core (16 partitions): gather num_elem_per_idx contiguous elements at each uint16 index."""
-    _misc.local_gather(dst, src_buffer, index, num_elem_per_idx, num_valid_indices)
+    _gather.local_gather(dst, src_buffer, index, num_elem_per_idx, num_valid_indices)
 
 
 def dma_transpose(dst: NkiTensor, src: NkiTensor, axes: Any = None, priority: Any = None,

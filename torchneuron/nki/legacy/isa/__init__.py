@@ -32,15 +32,17 @@ from ...enums import (  # noqa: F401
     vector_engine,
 )
 from ...errors import ERR_INVALID_ARG, NkiValidationError, fail  # noqa: F401
-from ...ops import accumulate as _acc
-from ...ops import dma as _dma
-from ...ops import elementwise as _ew
-from ...ops import matmul as _mm
-from ...ops import misc as _misc
-from ...ops import reduce as _red
-from ...ops import select as _sel
-from ...ops.common import allocate, broadcast_shape, mark_result, mask_array
-from ...ops.reduce import normalise_axes
+from ...instructions import accumulate as _acc
+from ...instructions import dma as _dma
+from ...instructions import elementwise as _ew
+from ...instructions import gather as _gather
+from ...instructions import iota as _iota
+from ...instructions import matmul as _mm
+from ...instructions import reduce as _red
+from ...instructions import rng as _rng
+from ...instructions import select as _sel
+from ...instructions.common import allocate, broadcast_shape, mark_result, mask_array
+from ...instructions.reduce import normalise_axes
 from . import constants  # noqa: F401
 
 activation_engine = scalar_engine
@@ -184,7 +186,7 @@ def iota(expr: Any, dtype: Any, mask: Any = None) -> NkiTensor:
     values = np.asarray(getattr(expr, "values", expr))
     shape = values.shape if values.ndim >= 2 else (1,) * (2 - values.ndim) + values.shape
     dst = allocate(shape, dtype, SBUF)
-    _misc.iota(dst, expr, mask=mask_array(mask))
+    _iota.iota(dst, expr, mask=mask_array(mask))
     return _returned(dst, mask)
 
 
@@ -215,14 +217,14 @@ def reciprocal(data: NkiTensor, dtype: Any = None, mask: Any = None, engine: Any
 
 def dropout(data: NkiTensor, prob: Any, mask: Any = None, dtype: Any = None) -> NkiTensor:
     dst = _out(data.shape, dtype, data.dtype)
-    _misc.dropout(dst, data, prob, mask=mask_array(mask))
+    _rng.dropout(dst, data, prob, mask=mask_array(mask))
     return _returned(dst, mask)
 
 
 def tensor_tensor_scan(data0: NkiTensor, data1: NkiTensor, initial: Any, op0: Any, op1: Any, reverse0: bool = False,
                        reverse1: bool = False, dtype: Any = None, mask: Any = None) -> NkiTensor:
     dst = _out(data0.shape, dtype, data0.dtype)
-    _misc.tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0, reverse1, mask=mask_array(mask))
+    _acc.tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0, reverse1, mask=mask_array(mask))
     return _returned(dst, mask)
 
 
@@ -262,7 +264,7 @@ def nc_match_replace8(data: NkiTensor, vals: NkiTensor, imm: Any, dst_idx: Any =
 
 
 def nc_stream_shuffle(src: NkiTensor, dst: NkiTensor, shuffle_mask: Any, dtype: Any = None, mask: Any = None) -> None:
-    _misc.nc_stream_shuffle(dst, src, shuffle_mask, mask=mask_array(mask))
+    _gather.nc_stream_shuffle(dst, src, shuffle_mask, mask=mask_array(mask))
 
 
 def local_gather(src_buffer: NkiTensor, index: NkiTensor, num_elem_per_idx: int = 1, num_valid_indices: Any = None,
@@ -270,20 +272,20 @@ def local_gather(src_buffer: NkiTensor, index: NkiTensor, num_elem_per_idx: int 
     """Returns (P, *index free dims, 16, num_elem_per_idx) when every index is valid (the documented example's
     (128, 4, 16, 4) for a (128, 4) index), else (P, num_valid_indices, num_elem_per_idx)."""
     p, elem = src_buffer.partitions, int(num_elem_per_idx)
-    per_core = index.size // max(p // _misc.GPSIMD_CORE_PARTITIONS, 1)
+    per_core = index.size // max(p // _gather.GPSIMD_CORE_PARTITIONS, 1)
     if num_valid_indices is None or int(num_valid_indices) == per_core:
-        shape = (p,) + tuple(index.shape[1:]) + (_misc.GPSIMD_CORE_PARTITIONS, elem)
+        shape = (p,) + tuple(index.shape[1:]) + (_gather.GPSIMD_CORE_PARTITIONS, elem)
     else:
         shape = (p, int(num_valid_indices), elem)
     dst = _out(shape, None, src_buffer.dtype)
-    _misc.local_gather(dst, src_buffer, index, elem, num_valid_indices, mask=mask_array(mask))
+    _gather.local_gather(dst, src_buffer, index, elem, num_valid_indices, mask=mask_array(mask))
     return _returned(dst, mask)
 
 
 def sequence_bounds(segment_ids: NkiTensor, dtype: Any = None, mask: Any = None) -> NkiTensor:
     """(1, n) segment IDs -> (1, 2, n) tile of [start, end) bounds (dtype defaults to the IDs' dtype)."""
     dst = _out((segment_ids.partitions, 2, segment_ids.free_size), dtype, segment_ids.dtype)
-    _misc.sequence_bounds(dst, segment_ids, mask=mask_array(mask))
+    _gather.sequence_bounds(dst, segment_ids, mask=mask_array(mask))
     return _returned(dst, mask)
 
 

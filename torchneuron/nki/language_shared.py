@@ -22,16 +22,18 @@ from .core.indexing import Mask
 from .core.indexing import ds as ds
 from .core.tensor import NkiTensor
 from .errors import ERR_INVALID_ARG, ERR_MEMORY, fail
-from .ops import dma as _dma
-from .ops import elementwise as _ew
-from .ops import matmul as _mm
-from .ops import misc as _misc
-from .ops import reduce as _red
-from .ops.common import allocate as _allocate
-from .ops.common import mark_result as _mark
-from .ops.common import mask_array as _mask
-from .ops.common import read as _read
-from .ops.common import write as _write
+from .instructions import dma as _dma
+from .instructions import elementwise as _ew
+from .instructions import gather as _gather
+from .instructions import matmul as _mm
+from .instructions import reduce as _red
+from .instructions import rng as _rng
+from .instructions.common import allocate as _allocate
+from .instructions.common import charge as _charge
+from .instructions.common import mark_result as _mark
+from .instructions.common import mask_array as _mask
+from .instructions.common import read as _read
+from .instructions.common import write as _write
 
 # dtypes
 float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32
@@ -176,12 +178,12 @@ def empty_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = 
 
 def rand(shape: Any, dtype: Any = float32, buffer: Any = None, name: str = "") -> NkiTensor:
     t = _allocate(shape, dtype, _buffer(buffer))
-    _misc.rand(t)
+    _rng.rand(t)
     return t
 
 
 def random_seed(seed: Any) -> None:
-    _misc.rng_state().seed(_read(seed).astype(np.int64) if isinstance(seed, NkiTensor) else int(seed))
+    _rng.rng_state().seed(_read(seed).astype(np.int64) if isinstance(seed, NkiTensor) else int(seed))
 
 
 def shared_constant(constant: Any, dtype: Any = None) -> NkiTensor:
@@ -239,14 +241,14 @@ def where(condition: Any, x: Any, y: Any, dtype: Any = None, mask: Any = None) -
     dst = _allocate(shape, dtype if dtype is not None else _dt.result_dtype(*dts), _SBUF)
     c = condition.values if predicate else _read(condition) != 0
     _write(dst, np.where(c, _read(x), _read(y)), _mask(mask), "nl.where")
-    _misc.charge("vector", dst, [condition, x, y])
+    _charge("vector", dst, [condition, x, y])
     return _mark(dst, _mask(mask))
 
 
 def gather_flattened(data: NkiTensor, indices: NkiTensor, axis: int = 0, dtype: Any = None,
                      mask: Any = None) -> NkiTensor:
     dst = _allocate(indices.shape, dtype if dtype is not None else data.dtype, _SBUF)
-    _misc.gather_flattened(dst, data, indices, mask=_mask(mask))
+    _gather.gather_flattened(dst, data, indices, mask=_mask(mask))
     return _mark(dst, _mask(mask))
 
 
@@ -331,7 +333,7 @@ def rms_norm(x: NkiTensor, w: Any, axis: Any, n: int, epsilon: float = 1e-6, dty
 
 def dropout(x: NkiTensor, rate: Any, dtype: Any = None, mask: Any = None) -> NkiTensor:
     dst = _allocate(x.shape, dtype if dtype is not None else x.dtype, _SBUF)
-    _misc.dropout(dst, x, rate, mask=_mask(mask))
+    _rng.dropout(dst, x, rate, mask=_mask(mask))
     return _mark(dst, _mask(mask))
 
 

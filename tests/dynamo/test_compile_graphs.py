@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import torchneuron
-from tests.compile.conftest import assert_same
+from tests.dynamo.conftest import assert_same
 from torchneuron.dynamo.program import CompileFallbackWarning, NeuronCompileError
 
 

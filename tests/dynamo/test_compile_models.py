@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.compile.conftest import assert_same
+from tests.dynamo.conftest import assert_same
 from torchneuron.testing.models import CNN, GPT, MLP, Block
 
 

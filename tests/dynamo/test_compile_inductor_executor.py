@@ -7,7 +7,7 @@ import copy
 
 import torch
 
-from tests.compile.conftest import assert_same
+from tests.dynamo.conftest import assert_same
 from torchneuron.testing.models import CNN
 
 

@@ -16,6 +16,7 @@ from ..core import alu
 from ..core.tensor import NkiTensor
 from ..errors import ERR_DIM_LIMIT, fail
 from .common import (
+    charge,
     check_on_chip,
     check_partitions,
     input_mask,
@@ -24,7 +25,7 @@ from .common import (
     read,
     write,
 )
-from .misc import charge, pattern_values
+from .iota import pattern_values
 
 _NO_MATCH = np.iinfo(np.uint32).max
 

@@ -1,7 +1,7 @@
 """The kernel library as torch custom ops (``torch.ops.nki_ops.*``): each op launches its NKI kernel on the
 neuron device, has its backward registered (itself an NKI op), and a torch reference to check it against.
 
-    import nki_ops.ops as ops
+    import nki_ops.torch_ops as ops
     y = ops.rmsnorm(x, weight, eps=1e-6)          # x on the neuron device, any leading dims
 
 Importing this module registers the ops; it needs torchneuron's device.

@@ -1,5 +1,6 @@
 """Vector-engine instructions that also reduce along the free dim: `tensor_scalar_reduce` (an element-wise
-op plus its row reduction) and `tensor_scalar_cumulative` (a running reduction)."""
+op plus its row reduction), `tensor_scalar_cumulative` (a running reduction) and `tensor_tensor_scan` (a
+sequential scan over two tensors)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from .. import cost
 from ..core import alu, context
 from ..core.tensor import NkiTensor
 from ..errors import ERR_INVALID_ARG, fail
-from .common import read, write
+from .common import charge, output_mask, read, write
 from .elementwise import tensor_scalar
 
 _ACCUMULATORS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum}
@@ -59,3 +60,20 @@ def tensor_scalar_cumulative(dst: NkiTensor, src: NkiTensor, op0: Any, op1: Any,
     out = ufunc.accumulate(x, axis=1)
     write(dst, out.reshape(dst.shape), mask, api)
     context.current().issue("vector", max(cost.MIN_II, 2 * dst.free_size), (src, imm0, imm1), (dst,))
+
+
+def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
+                       reverse0: bool = False, reverse1: bool = False, api: str = "tensor_tensor_scan",
+                       mask: np.ndarray | None = None) -> None:
+    """res[:, i] = op1(op0(data0[:, i], res[:, i-1]), data1[:, i]); a sequential scan along the free dim."""
+    a = read(data0).reshape(dst.partitions, -1)
+    b = read(data1).reshape(dst.partitions, -1)
+    prev = (read(initial).reshape(-1) if isinstance(initial, NkiTensor) else np.full(a.shape[0], initial, np.float32))
+    n0, n1 = alu.op_name(op0), alu.op_name(op1)
+    out = np.empty_like(a)
+    for i in range(a.shape[1]):  # inherently sequential; each step is vectorised over partitions
+        t = alu.binary(n0, prev, a[:, i]) if reverse0 else alu.binary(n0, a[:, i], prev)
+        prev = alu.binary(n1, b[:, i], t) if reverse1 else alu.binary(n1, t, b[:, i])
+        out[:, i] = prev
+    write(dst, out.reshape(dst.shape), output_mask(api, mask, dst.shape), api)
+    charge("vector", dst, [data0, data1, initial], max(cost.MIN_II, 2 * dst.free_size))

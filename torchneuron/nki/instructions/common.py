@@ -1,5 +1,6 @@
-"""Operand rules every instruction shares: where operands may live, partition limits, masks, fp32 reads,
-cast-on-write, and allocating the tiles legacy calls return."""
+"""Operand rules every instruction shares: where operands may live, partition limits, dtypes, the target
+generation an instruction needs, masks, fp32 reads, cast-on-write, allocating the tiles legacy calls return,
+and the default charge of an instruction that writes one tile."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import cost, dtypes
 from ..core import context
 from ..core.buffers import PSUM, SBUF, SHARED_HBM, Buffer, Storage
 from ..core.indexing import Mask, split_shape
 from ..core.tensor import NkiTensor, row_major_strides
 from ..errors import (
+    ERR_DTYPE,
+    ERR_INVALID_ARG,
     ERR_LEADING_PARTITION,
     ERR_MAX_DIMS,
     ERR_MEMORY,
@@ -319,3 +322,34 @@ def memo_engine_name(key: tuple, resolve: Callable[[], str]) -> str:
     except TypeError:  # an unhashable stand-in
         pass
     return name
+
+
+def charge(engine: str, dst: NkiTensor, inputs: list[Any], cycles: float | None = None) -> None:
+    """Record one instruction writing `dst`; by default `150 + N` on GpSimd, `max(MIN_II, N)` elsewhere."""
+    run = context.current()
+    n = dst.free_size
+    if cycles is None:
+        cycles = cost.gpsimd_cycles(n) if engine == "gpsimd" else max(cost.MIN_II, n)
+    run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES)
+
+
+def check_gpsimd_sbuf(api: str, **operands: Any) -> None:
+    """GpSimd operands live in SBUF (the engine cannot reach PSUM or HBM)."""
+    for arg, t in operands.items():
+        if isinstance(t, NkiTensor):
+            check_buffer(t, api, arg, (SBUF,))
+            check_partitions(t, api, arg)
+
+
+def need_generation(api: str, generation: int) -> None:
+    run = context.current()
+    if run.target.generation < generation:
+        raise fail(ERR_INVALID_ARG, f"nisa.{api} needs NeuronCore-v{generation} or later; the target is "
+                   f"{run.target.name}.", f"set NEURON_PLATFORM_TARGET_OVERRIDE to a NeuronCore-v{generation}+ target.")
+
+
+def check_dtype(api: str, arg: str, t: NkiTensor, allowed: tuple[np.dtype, ...]) -> None:
+    if dtypes.as_dtype(t.dtype) not in allowed:
+        want = " or ".join(dtypes.name(d) for d in allowed)
+        raise fail(ERR_DTYPE, f"operand '{arg}' of '{api}' is {dtypes.name(t.dtype)}; it must be {want}.",
+                   f"give `{t.name}` the dtype {want}.")
