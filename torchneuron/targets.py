@@ -2,8 +2,8 @@
 
 Everything that depends on the generation asks here: the simulator's device count and HBM (handed to the
 C++ runtime at configuration), the compiler's ``--target`` / ``--lnc``, the NKI simulator's target lookup,
-and the contract fake of libnrt. Pure Python with no torch import, so ``torchneuron.nki`` keeps needing
-only NumPy.
+and the contract fake of libnrt. The table is plain data that loads without torch or the rest of the package;
+only ``configure`` reaches the environment, through ``torchneuron/_env.py``.
 
 ``TORCHNEURON_TARGET`` is read once, the first time the target is asked for (``configure`` at import of the
 device layer, or ``current()`` without it). On the ``nrt`` runtime the target is the instance's, as libnrt's
@@ -12,7 +12,6 @@ device layer, or ``current()`` without it). On the ``nrt`` runtime the target is
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,9 +51,7 @@ TARGETS: dict[str, Target] = {
     "trn3": Target("trn3", "trn3.48xlarge", "NC-v4", "gen4", 4, 2, 144 * GiB, (14, 15)),
 }
 
-DEFAULT = "trn2"
 _ALIASES = {t.nki_generation: t.name for t in TARGETS.values()}
-ENV_VAR = "TORCHNEURON_TARGET"  # declared in torchneuron/_env.py; read here (without importing torch)
 
 
 class UnknownTarget(ValueError):
@@ -66,8 +63,7 @@ def named(name: str) -> Target:
     key = name.strip().lower()
     key = _ALIASES.get(key, key)
     if key not in TARGETS:
-        raise UnknownTarget(f"unknown target {name!r}: use one of {', '.join(TARGETS)} (set {ENV_VAR}, default "
-                            f"{DEFAULT})")
+        raise UnknownTarget(f"unknown target {name!r}: use one of {', '.join(TARGETS)}")
     return TARGETS[key]
 
 
@@ -90,8 +86,19 @@ def configure(name: str | None = None) -> Target:
     global _configured
     with _lock:
         if _configured is None:
-            _configured = named(name if name is not None else (os.environ.get(ENV_VAR) or DEFAULT))
+            _configured = named(name) if name is not None else _from_environment()
         return _configured
+
+
+def _from_environment() -> Target:
+    """The target ``TORCHNEURON_TARGET`` names (unset or empty: its default in ``_env``)."""
+    from torchneuron import _env  # here, not at the top: the table loads on its own (see the module docstring)
+
+    default = _env.VARS[_env.TARGET].default
+    try:
+        return named(_env.get(_env.TARGET) or default)
+    except UnknownTarget as e:
+        raise UnknownTarget(f"{e} (set {_env.TARGET}, default {default})") from None
 
 
 def set_resolver(resolver: Callable[[], str] | None) -> None:
