@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "allocator/DeviceCache.h"
-#include "device/Streams.h"
+#include "runtime/CurrentDevice.h"
 #include "runtime/Runtime.h"
 
 namespace torchneuron {
@@ -15,7 +15,6 @@ namespace torchneuron {
 namespace {
 // The devices whose caches exist, in creation order: a free looks its pointer up in them (each cache keeps
 // its own live blocks under its own mutex, so an allocation or a free takes one lock).
-constexpr int kMaxDevices = 128;
 std::array<std::atomic<DeviceCache*>, kMaxDevices> g_caches{};
 std::atomic<int> g_cache_count{0};
 // The device whose cache freed last: small ops free on one device, whose cache is then searched first.
@@ -55,13 +54,13 @@ void deleteDevicePtr(void* ptr) {
 } // namespace
 
 CachingAllocator::CachingAllocator() {
-  for (int i = 0; i < 128; ++i) caches_.emplace_back(nullptr);
+  for (int i = 0; i < kMaxDevices; ++i) caches_.emplace_back(nullptr);
 }
 
 CachingAllocator::~CachingAllocator() = default;
 
 DeviceCache& CachingAllocator::deviceCache(c10::DeviceIndex device) {
-  TORCH_CHECK(device >= 0 && device < 128, "neuron: invalid device index ", static_cast<int>(device));
+  TORCH_CHECK(device >= 0 && device < kMaxDevices, "neuron: invalid device index ", static_cast<int>(device));
   auto& slot = caches_[device];
   if (C10_UNLIKELY(!slot)) {
     static std::mutex create_mutex;
@@ -88,8 +87,8 @@ c10::DataPtr CachingAllocator::allocateOn(c10::DeviceIndex device, int stream_in
 }
 
 c10::DataPtr CachingAllocator::allocate(size_t nbytes) {
-  c10::DeviceIndex device = currentDevice();
-  return allocateOn(device, static_cast<int>(currentStream(device).id()), nbytes);
+  const int device = currentDeviceIndex();
+  return allocateOn(static_cast<c10::DeviceIndex>(device), currentStreamIndex(device), nbytes);
 }
 
 c10::DeleterFnPtr CachingAllocator::raw_deleter() const { return &deleteDevicePtr; }
@@ -99,7 +98,7 @@ void CachingAllocator::copy_data(void* dest, const void* src, std::size_t count)
   Runtime& rt = runtime();
   const int device = rt.deviceOf(dest);
   TORCH_CHECK(device >= 0, "neuron: Allocator::copy_data: ", dest, " is not neuron device memory");
-  rt.copyDeviceToDevice(dest, src, count, *currentQueue(static_cast<c10::DeviceIndex>(device)), /*async=*/false);
+  rt.copyDeviceToDevice(dest, src, count, *rt.queue(device, currentStreamIndex(device)), /*async=*/false);
 }
 
 bool CachingAllocator::initialized() { return runtimeInitialized(); }

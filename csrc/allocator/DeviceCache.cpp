@@ -1,17 +1,31 @@
 #include "allocator/DeviceCache.h"
 
+#include <c10/core/Allocator.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <string>
 
-#include "profiler/DeviceActivity.h"
+#include "allocator/AllocationObserver.h"
 #include "runtime/Runtime.h"
 
 namespace torchneuron {
 
 namespace {
+std::atomic<AllocationObserver> g_observer{nullptr};
+
+// Every allocation and free: to PyTorch's profiler (profile_memory=True, as CUDA's allocator does) and to the
+// observer, if one is installed.
+inline void reportDeviceMemory(void* ptr, int64_t delta, size_t total_allocated, size_t total_reserved,
+                               int device) {
+  c10::reportMemoryUsageToProfiler(ptr, delta, total_allocated, total_reserved,
+                                   c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)));
+  const AllocationObserver observer = g_observer.load(std::memory_order_relaxed);
+  if (C10_UNLIKELY(observer != nullptr)) observer(delta);
+}
+
 // The same size classes as PyTorch's CUDA caching allocator, so users' tuning intuition carries over.
 constexpr size_t kMinBlockSize = 512;        // every block is a multiple of this
 constexpr size_t kSmallSize = 1 << 20;       // requests up to 1 MiB come from the small pool
@@ -131,8 +145,8 @@ Block* DeviceCache::malloc(int stream, size_t nbytes) {
   update(stats_.active_bytes, pool, static_cast<int64_t>(block->size));
   update(stats_.requested_bytes, pool, static_cast<int64_t>(nbytes));
   live_[block->ptr] = block;
-  profiler::reportDeviceMemory(block->ptr, static_cast<int64_t>(block->size), stats_.allocated_bytes[0].current,
-                               stats_.reserved_bytes[0].current, device_);
+  reportDeviceMemory(block->ptr, static_cast<int64_t>(block->size), stats_.allocated_bytes[0].current,
+                     stats_.reserved_bytes[0].current, device_);
   return block;
 }
 
@@ -265,8 +279,8 @@ void DeviceCache::free(Block* block) {  // under mutex_
   update(stats_.allocation, pool, -1);
   update(stats_.allocated_bytes, pool, -static_cast<int64_t>(block->size));
   update(stats_.requested_bytes, pool, -static_cast<int64_t>(block->requested));
-  profiler::reportDeviceMemory(block->ptr, -static_cast<int64_t>(block->size), stats_.allocated_bytes[0].current,
-                               stats_.reserved_bytes[0].current, device_);
+  reportDeviceMemory(block->ptr, -static_cast<int64_t>(block->size), stats_.allocated_bytes[0].current,
+                     stats_.reserved_bytes[0].current, device_);
   if (!block->stream_uses.empty()) {
     // Other streams may still read it: free for reuse only once their work so far has completed.
     Runtime& rt = runtime();
@@ -492,5 +506,7 @@ void DeviceCache::resetPeakStats() {
   std::lock_guard<SpinLock> lock(mutex_);
   forEachStatArray(stats_, [](c10::CachingAllocator::Stat& s) { s.reset_peak(); });
 }
+
+void setAllocationObserver(AllocationObserver observer) { g_observer.store(observer, std::memory_order_relaxed); }
 
 } // namespace torchneuron

@@ -3,8 +3,8 @@
 // *_overrideable entry points (reached only through a direct aten::_convolution call) have their own kernels.
 #include <torch/library.h>
 
+#include "aten/native/BoxedHostKernel.h"
 #include "aten/native/Convolution.h"
-#include "aten/native/HostFallback.h"
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution", torch::CppFunction::makeFromBoxedFunction<&torchneuron::boxedOpKernel>());

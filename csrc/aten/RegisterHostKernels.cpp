@@ -1,5 +1,5 @@
 // Registration only: the ops a training step or an eager loop runs most get the unboxed host path
-// (aten/native/HostKernel.h); every other op keeps the boxed fallback. An op is listed here for speed alone:
+// (aten/native/HostKernel.h); every other op keeps the boxed kernel (native/BoxedHostKernel.h). An op is listed here for speed alone:
 // both paths run the same CPU kernel on the same host aliases.
 #include <ATen/Operators.h>
 #include <ATen/core/dispatch/Dispatcher.h>

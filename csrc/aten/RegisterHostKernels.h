@@ -7,7 +7,7 @@
 namespace torchneuron {
 
 // Registers the unboxed host kernels on `lib` (aten, PrivateUse1); returns their names ("aten::add.Tensor")
-// so the boxed routing in RegisterFallback.cpp leaves them alone.
+// so that the boxed routing (native/OpRouting.h) leaves them alone.
 std::unordered_set<std::string> registerHostKernels(torch::Library& lib);
 
 } // namespace torchneuron

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "device/Streams.h"
+#include "runtime/Runtime.h"
 
 namespace torchneuron {
 
@@ -45,8 +46,8 @@ NeuronGenerator* NeuronGenerator::clone_impl() const {
 }
 
 const at::Generator& defaultGenerator(c10::DeviceIndex device) {
-  static std::array<at::Generator, 128> generators;
-  static std::array<std::once_flag, 128> once;
+  static std::array<at::Generator, kMaxDevices> generators;
+  static std::array<std::once_flag, kMaxDevices> once;
   if (device < 0) device = currentDevice();
   checkDeviceIndex(device);
   std::call_once(once[device], [device] { generators[device] = at::make_generator<NeuronGenerator>(device); });

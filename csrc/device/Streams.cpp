@@ -10,43 +10,27 @@
 namespace torchneuron {
 
 namespace {
-constexpr int kMaxDevices = 128;
-thread_local c10::DeviceIndex t_current_device = 0;
-// Per thread and device: the current stream index (default stream when never set).
-thread_local std::array<int8_t, kMaxDevices> t_current_stream{};
 std::array<std::atomic<uint32_t>, kMaxDevices> g_pool_counter{};
 } // namespace
 
-void checkDeviceIndex(c10::DeviceIndex index) {
-  Runtime& rt = runtime();
-  int count = rt.deviceCount();
-  TORCH_CHECK(index >= 0 && index < count, "neuron: invalid device index ", static_cast<int>(index),
-              "; there are ", count, " neuron device(s) (indices 0..", count - 1, "). ",
-              rt.hostAddressable() ? "Set TORCHNEURON_SIM_DEVICES to simulate more."
-                                   : "libnrt gives this process the NeuronCores NEURON_RT_VISIBLE_CORES / "
-                                     "NEURON_RT_NUM_CORES select.");
-}
-
-c10::DeviceIndex currentDevice() { return t_current_device; }
-
 void setCurrentDevice(c10::DeviceIndex index) {
   checkDeviceIndex(index);
-  t_current_device = index;
+  setCurrentDeviceIndex(index);
 }
 
 c10::Stream currentStream(c10::DeviceIndex index) {
-  if (index < 0) index = t_current_device;
+  if (index < 0) index = currentDevice();
   return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, index),
-                     static_cast<c10::StreamId>(t_current_stream[index]));
+                     static_cast<c10::StreamId>(currentStreamIndex(index)));
 }
 
 c10::Stream defaultStream(c10::DeviceIndex index) {
-  if (index < 0) index = t_current_device;
+  if (index < 0) index = currentDevice();
   return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, index), 0);
 }
 
 c10::Stream streamFromPool(c10::DeviceIndex index) {
-  if (index < 0) index = t_current_device;
+  if (index < 0) index = currentDevice();
   checkDeviceIndex(index);
   int pool = runtime().streamsPerDevice() - 1;
   auto id = 1 + static_cast<int>(g_pool_counter[index].fetch_add(1) % pool);
@@ -56,7 +40,7 @@ c10::Stream streamFromPool(c10::DeviceIndex index) {
 void setCurrentStream(const c10::Stream& stream) {
   TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "neuron: expected a neuron stream, got ",
               stream);
-  t_current_stream[stream.device_index()] = static_cast<int8_t>(stream.id());
+  setCurrentStreamIndex(stream.device_index(), static_cast<int>(stream.id()));
 }
 
 std::shared_ptr<Queue> queueOf(const c10::Stream& stream) {

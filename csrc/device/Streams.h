@@ -1,19 +1,20 @@
 #pragma once
 // Device selection and streams as PyTorch sees them: a thread-local current device and, per device, a
-// thread-local current stream. A c10::Stream id is the index of the runtime queue it maps to
-// (0 = the default stream, 1.. = the pool handed out round-robin, as torch.cuda does).
+// thread-local current stream (kept in runtime/CurrentDevice.h, below the allocator). A c10::Stream id is the
+// index of the runtime queue it maps to (0 = the default stream, 1.. = the pool handed out round-robin, as
+// torch.cuda does).
 #include <c10/core/Device.h>
 #include <c10/core/Stream.h>
 
 #include <memory>
 
+#include "runtime/CurrentDevice.h"
 #include "runtime/Queue.h"
 
 namespace torchneuron {
 
-c10::DeviceIndex currentDevice();
+inline c10::DeviceIndex currentDevice() { return static_cast<c10::DeviceIndex>(currentDeviceIndex()); }
 void setCurrentDevice(c10::DeviceIndex index);  // validates the index against the runtime
-void checkDeviceIndex(c10::DeviceIndex index);
 
 c10::Stream currentStream(c10::DeviceIndex index);
 c10::Stream defaultStream(c10::DeviceIndex index);

@@ -2,6 +2,7 @@
 
 #include <c10/util/ApproximateClock.h>
 
+#include "allocator/AllocationObserver.h"
 #include "device/Streams.h"
 
 #include <iterator>
@@ -126,6 +127,14 @@ void noteKernelBytes(int64_t delta) {
   if (t_open != nullptr && t_open->record_ != nullptr) t_open->record_->out_bytes += delta;
 }
 
+namespace {
+// The allocator's observer while a session records: an allocation counts only while recording (as it did when
+// the allocator asked recording() itself), so the moments the observer is installed and removed do not matter.
+void noteAllocation(int64_t delta) {
+  if (recording()) noteKernelBytes(delta);
+}
+} // namespace
+
 void startRecording() {
   Store& s = store();
   {
@@ -133,11 +142,13 @@ void startRecording() {
     s.records.clear();
     s.dropped = 0;
   }
+  setAllocationObserver(&noteAllocation);
   detail::g_recording.store(true, std::memory_order_relaxed);
 }
 
 std::vector<DeviceActivity> stopRecording() {
   detail::g_recording.store(false, std::memory_order_relaxed);
+  setAllocationObserver(nullptr);
   Store& s = store();
   std::lock_guard<std::mutex> lock(s.mutex);
   return std::move(s.records);

@@ -100,17 +100,9 @@ class OpActivity {
 };
 
 // Device memory allocated (delta > 0) or freed by the calling thread while a host kernel's activity is open:
-// what the kernel kept is its output.
+// what the kernel kept is its output. Fed by the caching allocator while a session records (startRecording
+// installs an allocator/AllocationObserver.h hook).
 void noteKernelBytes(int64_t delta);
-
-// The caching allocator reports every allocation and free here: to PyTorch's profiler (profile_memory=True,
-// as CUDA's allocator does) and to the open host-kernel activity.
-inline void reportDeviceMemory(void* ptr, int64_t delta, size_t total_allocated, size_t total_reserved,
-                               c10::DeviceIndex device) {
-  c10::reportMemoryUsageToProfiler(ptr, delta, total_allocated, total_reserved,
-                                   c10::Device(c10::DeviceType::PrivateUse1, device));
-  if (C10_UNLIKELY(recording())) noteKernelBytes(delta);
-}
 
 // ---- session side (KinetoPlugin.cpp) ----
 void startRecording();

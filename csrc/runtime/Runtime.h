@@ -13,6 +13,10 @@
 
 namespace torchneuron {
 
+// The size of every per-device table (current streams, queue and cache lookups, generators): PyTorch's device
+// index is an int8_t. A runtime offers at most kMaxDevices - 1 devices, since PyTorch keeps the count in one.
+constexpr int kMaxDevices = 128;
+
 // Streams per device on every runtime: the default stream plus a pool handed out round-robin, as torch.cuda
 // does. One constant, so the stream layer's queue cache and both runtimes agree on the valid indices.
 constexpr int kStreamsPerDevice = 9;

@@ -65,7 +65,7 @@ std::unique_ptr<Runtime> createRuntime(const RuntimeConfig& config) {
   }
   const TargetInfo& target = lookupTarget(config.target);
   int devices = config.devices > 0 ? config.devices : target.logical_cores;
-  TORCH_CHECK(devices <= 127, "neuron: ", devices, " devices requested; PyTorch device indices stop at 127");
+  TORCH_CHECK(devices < kMaxDevices, "neuron: ", devices, " devices requested; PyTorch device indices stop at 127");
   int64_t hbm = config.hbm_bytes > 0 ? config.hbm_bytes : target.chip_hbm_bytes / target.logical_cores;
   return std::make_unique<SimRuntime>(target, devices, hbm);
 }
@@ -122,7 +122,7 @@ int deviceCountNoThrow() noexcept {
       uint32_t count = 0;
       if (load.outcome == NrtLoad::Outcome::kLoaded && load.library->nrt_get_visible_vnc_count(&count) == NRT_SUCCESS &&
           (count > 0 || g_config.kind == "nrt")) {
-        return static_cast<int>(std::min<uint32_t>(count, 127));
+        return static_cast<int>(std::min<uint32_t>(count, kMaxDevices - 1));
       }
       if (g_config.kind == "nrt") return 0;  // runtime() will say why
     }

@@ -23,7 +23,7 @@ enum class Fp64Mode { Emulate, Native };
 void configureFp64(Fp64Mode mode, std::vector<std::string> exempt_ops);
 Fp64Mode fp64Mode();
 
-// Called by the boxed fallback before it runs an op. When the op computes on float64 (a float64 neuron
+// Called by the boxed kernel (BoxedHostKernel.h) before it runs an op. When the op computes on float64 (a float64 neuron
 // tensor argument, or a float64 dtype argument) and the mode is Emulate, it runs the op through `run` with
 // float32 copies of those arguments, converts the results to the dtypes the op would have returned, writes
 // mutated arguments back into the caller's float64 tensors, leaves the results on the stack and returns

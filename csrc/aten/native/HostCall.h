@@ -1,5 +1,5 @@
 #pragma once
-// One host-kernel call, shared by the boxed fallback (any op) and the unboxed fast path (the hottest ops). On
+// One host-kernel call, shared by the boxed kernel (any op) and the unboxed fast path (the hottest ops). On
 // the simulator neuron arguments become zero-copy host aliases, the CPU kernel runs with its outputs allocated
 // in device memory, and results come back as neuron tensors. On nrt, whose device memory the host cannot
 // address, the same call runs on host copies instead (HostStaging.h): the CPU fallback of an op with no NEFF.

@@ -1,12 +1,12 @@
 #pragma once
 // The unboxed host path: HostKernel<at::_ops::X>::call is a neuron kernel for op X that runs X's CPU kernel
-// on host aliases, exactly as the boxed fallback does, but without boxing. A boxed kernel receives its
+// on host aliases, exactly as the boxed kernel (BoxedHostKernel.h) does, but without boxing. A boxed kernel receives its
 // arguments as IValue copies, and in PyTorch 2.13 the first C++ copy of a tensor that has a Python object
 // increfs that object under the GIL (which the Python binding released): for a 16x16 add that was a GIL
 // round trip per tensor argument. Here the caller's tensors are only ever referred to.
 //
 // Anything the fast path does not decide by itself (a policy refusal, the lowered-eager executor, float64
-// emulation) goes through the boxed fallback, so both paths give the same results and errors.
+// emulation) goes through the boxed kernel, so both paths give the same results and errors.
 #include <ATen/core/boxing/impl/boxing.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/IListRef.h>
@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "aten/native/BoxedHostKernel.h"
 #include "aten/native/HostCall.h"
-#include "aten/native/HostFallback.h"
 
 namespace torchneuron::hostkernel {
 
@@ -33,7 +33,7 @@ struct Host {  // anything that is not a tensor passes through
   static_assert(!std::is_same_v<Bare, std::optional<at::Generator>> && !std::is_same_v<Bare, at::Generator> &&
                     !std::is_same_v<Bare, std::optional<at::Device>> && !std::is_same_v<Bare, at::Device> &&
                     !std::is_same_v<Bare, c10::List<std::optional<at::Tensor>>>,
-                "generator and device arguments need the boxed fallback's handling; index lists are passed by "
+                "generator and device arguments need the boxed kernel's handling; index lists are passed by "
                 "const reference (see below)");
   std::remove_reference_t<T>* value;
   Host(HostCall&, T& v, bool) : value(&v) {}
@@ -96,7 +96,7 @@ struct Host<const std::optional<at::Tensor>&> {
   }
 };
 
-// An index list (Tensor?[]), element by element as the boxed fallback converts it (HostCall::appendIndex).
+// An index list (Tensor?[]), element by element as the boxed kernel converts it (HostCall::appendIndex).
 // The list is read through an IValue so that its elements are referred to, never copied, and the
 // host list is the thread's scratch list (HostThreadState), emptied after the call (a new c10::List per x[idx]
 // was a third of the op's overhead); a nested call while it is in use gets a list of its own.

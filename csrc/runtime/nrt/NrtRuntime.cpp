@@ -48,7 +48,7 @@ NrtRuntime::NrtRuntime(std::shared_ptr<const NrtLibrary> lib, const RuntimeConfi
   checkNrt(lib_->nrt_get_visible_vnc_count(&count), "nrt_get_visible_vnc_count", where);
   TORCH_CHECK(count > 0, "neuron: libnrt sees no NeuronCores (NEURON_RT_VISIBLE_CORES / NEURON_RT_NUM_CORES may "
               "select none); use TORCHNEURON_RUNTIME=sim to run on the simulator");
-  TORCH_CHECK(count <= 127, "neuron: libnrt reports ", count, " NeuronCores; PyTorch device indices stop at 127. "
+  TORCH_CHECK(count < static_cast<uint32_t>(kMaxDevices), "neuron: libnrt reports ", count, " NeuronCores; PyTorch device indices stop at 127. "
               "Limit this process with NEURON_RT_VISIBLE_CORES");
   devices_ = static_cast<int>(count);
   in_use_.assign(devices_, 0);

@@ -1,7 +1,8 @@
-// PyTorch's marker-based fallback for PrivateUse1 (ProfilerState::KINETO_PRIVATEUSE1_FALLBACK, i.e.
-// torch.autograd.profiler.profile(use_device="neuron", use_kineto=False)): the profiler records a timed
-// neuron event on the current stream before and after every op and reports the time between them as the
-// op's device time (privateuse1_elapsed_us). The Kineto plugin (KinetoPlugin.cpp) is the full path.
+// The ProfilerStubs of PyTorch's marker-based PrivateUse1 profiler, which PyTorch calls a fallback
+// (ProfilerState::KINETO_PRIVATEUSE1_FALLBACK, i.e. torch.autograd.profiler.profile(use_device="neuron",
+// use_kineto=False)): the profiler records a timed neuron event on the current stream before and after every
+// op and reports the time between them as the op's device time (privateuse1_elapsed_us). The Kineto plugin
+// (KinetoPlugin.cpp) is the full path.
 #include <torch/csrc/profiler/stubs/base.h>
 
 #include <c10/util/ApproximateClock.h>
@@ -17,7 +18,7 @@ namespace torchneuron::profiler {
 namespace {
 
 struct NeuronProfilerStubs final : torch::profiler::impl::ProfilerStubs {
-  // Called around every op while the fallback profiler runs, on the op's thread.
+  // Called around every op while the marker-based profiler runs, on the op's thread.
   void record(c10::DeviceIndex* device, torch::profiler::impl::ProfilerVoidEventStub* event,
               int64_t* cpu_ns) const override {
     const c10::DeviceIndex index = currentDevice();

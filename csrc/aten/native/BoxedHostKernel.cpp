@@ -1,8 +1,8 @@
-// Every ATen op without a neuron-specific kernel runs here (boxedOpKernel, see HostFallback.h). On the
+// Every ATen op without a neuron-specific kernel runs here (boxedOpKernel, see BoxedHostKernel.h). On the
 // simulator the op's host (CPU) kernel executes directly on the device buffers: inputs are zero-copy host
 // aliases of the neuron tensors, outputs are allocated in device memory while the kernel runs
 // (CaptureOutputsOnDevice), and the op is ordered on the current stream. Nothing is copied to the host and back.
-#include "aten/native/HostFallback.h"
+#include "aten/native/BoxedHostKernel.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>

@@ -1,8 +1,8 @@
-// See NestedHostFallback.h. A nested tensor's data is one flat buffer plus CPU metadata (per-component sizes,
+// See NestedHostKernel.h. A nested tensor's data is one flat buffer plus CPU metadata (per-component sizes,
 // strides and offsets); the host alias shares both, so the NestedTensorCPU kernel reads and writes the device
 // buffer directly. The metadata of results is copied to host memory: it is a CPU tensor on every backend
 // (CUDA's nested tensors keep it on the host too), not device data.
-#include "aten/native/NestedHostFallback.h"
+#include "aten/native/NestedHostKernel.h"
 
 #include <ATen/ATen.h>
 #include <ATen/NestedTensorImpl.h>
@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "aten/native/BoxedHostKernel.h"
 #include "aten/native/HostCall.h"
 #include "aten/native/HostResults.h"
-#include "aten/native/HostFallback.h"
 #include "aten/native/OpRegistry.h"
 #include "device/Generator.h"
 
@@ -85,7 +85,7 @@ bool isHostMetadata(const at::Tensor& t) {
 }
 } // namespace
 
-void nestedFallback(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+void boxedNestedOpKernel(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const size_t nargs = schema.arguments().size();
   const size_t base = stack->size() - nargs;
