@@ -13,10 +13,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def python_env(**env: str | None) -> dict[str, str]:
-    """The current environment with this checkout first on PYTHONPATH, updated by ``env`` (None removes)."""
-    out = dict(os.environ)
-    out["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+# What a child started with ``clean=True`` inherits: none of the suite's settings (tests/nrt runs the suite with
+# TORCHNEURON_RUNTIME=nrt; a user's shell has no TORCHNEURON_* at all), nor a PATH with the fake neuronx-cc.
+CLEAN_ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+
+
+def python_env(*, clean: bool = False, **env: str | None) -> dict[str, str]:
+    """The current environment (``CLEAN_ENV`` if ``clean``) with this checkout first on PYTHONPATH, updated by
+    ``env`` (None removes)."""
+    out = dict(CLEAN_ENV if clean else os.environ)
+    out["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [out.get("PYTHONPATH")])])
     for k, v in env.items():
         if v is None:
             out.pop(k, None)
@@ -25,11 +31,12 @@ def python_env(**env: str | None) -> dict[str, str]:
     return out
 
 
-def run_python(code: str, *, timeout: float = 300, check: bool = True,
-               **env: str | None) -> subprocess.CompletedProcess:
-    """Run ``code`` (dedented) in a fresh interpreter of this checkout; ``check`` asserts it exited 0."""
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          env=python_env(**env), cwd=ROOT, timeout=timeout)
+def run_python(code: str, *, timeout: float = 300, check: bool = True, clean: bool = False,
+               flags: tuple[str, ...] = (), **env: str | None) -> subprocess.CompletedProcess:
+    """Run ``code`` (dedented) in a fresh interpreter of this checkout (with interpreter ``flags`` such as
+    ``("-W", "default")``, in ``python_env(clean=clean, **env)``); ``check`` asserts it exited 0."""
+    proc = subprocess.run([sys.executable, *flags, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env=python_env(clean=clean, **env), cwd=ROOT, timeout=timeout)
     if check:
         assert proc.returncode == 0, proc.stderr[-4000:]
     return proc

@@ -7,18 +7,12 @@ bf16/fp16/fp32 and the integer and bool types: bit-exact with the CPU. fp8: stor
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 import torch
 
+from tests.helpers import run_python
+
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 def emulated(fn, *cpu_args):
     """What a NeuronCore computes: float64 inputs rounded to float32, the op in float32, stored as float64."""
@@ -103,20 +97,15 @@ def test_float64_autograd():
     assert x.grad.dtype == torch.float64 and torch.equal(x.grad.cpu(), torch.tensor([2.0, 4.0], dtype=torch.float64))
 
 
-def _run(code: str, **env) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "PYTHONPATH": ROOT, **env}
-    script = "import warnings, torch, torchneuron\nwarnings.simplefilter('always')\n" + textwrap.dedent(code)
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=full_env, timeout=120)
-
-
 def test_float64_warns_once_per_process_naming_the_op():
-    proc = _run("""
+    proc = run_python("""
+        import warnings, torch, torchneuron
+        warnings.simplefilter("always")
         x = torch.ones(3, dtype=torch.float64, device="neuron")
         y = torch.exp(x)
         z = y * 2 + 1
         print(z.dtype)
-    """, TORCHNEURON_FP64="emulate")
-    assert proc.returncode == 0, proc.stderr
+    """, timeout=120, TORCHNEURON_FP64="emulate")
     notices = [line for line in proc.stderr.splitlines() if "computes on float64" in line]
     assert len(notices) == 1, proc.stderr
     assert "aten::exp" in notices[0] and "TORCHNEURON_FP64=native" in notices[0]
@@ -124,11 +113,12 @@ def test_float64_warns_once_per_process_naming_the_op():
 
 
 def test_fp64_native_opts_out():
-    proc = _run("""
+    proc = run_python("""
+        import warnings, torch, torchneuron
+        warnings.simplefilter("always")
         x = torch.tensor([1.0], dtype=torch.float64, device="neuron")
         print(repr((x + 1e-10).item()))
-    """, TORCHNEURON_FP64="native")
-    assert proc.returncode == 0, proc.stderr
+    """, timeout=120, TORCHNEURON_FP64="native")
     assert float(proc.stdout.strip()) == 1.0 + 1e-10
     assert "computes on float64" not in proc.stderr
 

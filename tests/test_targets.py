@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
-import sys
 
 import torch
 
+from tests.helpers import ROOT, run_python
 from torchneuron import targets
 from torchneuron.compiler import driver, neuronx_cc
 from torchneuron.nki import hardware
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 def test_every_consumer_reads_the_one_table(monkeypatch):
     monkeypatch.delenv("NEURON_LOGICAL_NC_CONFIG", raising=False)
@@ -54,10 +50,8 @@ first = (torch.neuron.device_count(), targets.current().name, current_target().n
 os.environ["TORCHNEURON_TARGET"] = "trn3"
 print(first, (torch.neuron.device_count(), targets.current().name, current_target().name))
 """
-    env = {**os.environ, "TORCHNEURON_TARGET": "trn1", "PYTHONPATH": ROOT, "TORCHNEURON_RUNTIME": "sim"}
-    env.pop("TORCHNEURON_SIM_DEVICES", None)
-    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env,
-                         timeout=120)
+    out = run_python(code, timeout=120, check=False, TORCHNEURON_TARGET="trn1", TORCHNEURON_RUNTIME="sim",
+                     TORCHNEURON_SIM_DEVICES=None)
     assert out.stdout.strip() == "(2, 'trn1', 'trn1') (2, 'trn1', 'trn1')", out.stderr
 
 
@@ -68,6 +62,6 @@ spec = importlib.util.spec_from_file_location("targets", {os.path.join(ROOT, "to
 m = importlib.util.module_from_spec(spec); sys.modules["targets"] = m; spec.loader.exec_module(m)
 print(m.named("gen3").name, "torch" in sys.modules)
 """
-    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)
+    out = run_python(code, timeout=60, check=False)
     assert out.stdout.split() == ["trn2", "False"], out.stderr
     assert importlib.util.find_spec("torchneuron.targets") is not None

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's torchneuron, also for the worker processes started below
 
 from torchneuron.testing.coverage_doc import render_doc, summary  # noqa: E402
-from torchneuron.testing.opinfo_sweep import (DTYPES, PROBE_PREFIX, RUNTIME_OPS, all_names, clip, make_checker,  # noqa: E402
+from torchneuron.testing.opinfo_sweep import (DTYPES, PROBE_PREFIX, RUNTIME_OPS, OpChecker, all_names, clip,  # noqa: E402
                                               op_cause, op_key, op_status, probes)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +60,7 @@ def _worker(names: list[str], dtypes: list[str], max_samples: int, out: Path, ti
     fx_to_stablehlo.ISOLATE = False  # this worker is disposable: a compiler crash is caught by the parent
     by_name = {op_key(o): o for o in op_db}
     by_name.update(probes())
-    check = make_checker(timeout)
+    check = OpChecker(timeout).check
     with open(out, "a") as f:
         for nm in names:
             op = by_name[nm]

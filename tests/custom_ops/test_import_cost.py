@@ -3,8 +3,7 @@ does not load the NKI simulator; touching `torchneuron.nki_op` does. One fresh i
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from tests.helpers import run_python
 
 SCRIPT = """
 import sys, torch, torchneuron
@@ -21,7 +20,7 @@ print(loaded())
 
 
 def test_the_simulator_loads_only_for_nki_code():
-    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True)
+    out = run_python(SCRIPT)
     after_import, after_compile, after_nki_op = out.stdout.split()[-3:]
     assert after_import == "-"
     assert after_compile == "-"

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import torchneuron
+from tests.helpers import run_python
 
 SCRIPT = """
 import torch, torchneuron
@@ -27,12 +28,7 @@ print(seen[0], torch.get_num_threads())
 
 @pytest.mark.parametrize("setting, backward_threads", [(None, 1), ("0", 2), ("2", 2)])
 def test_backward_thread_intra_op_threads(setting, backward_threads):
-    env = dict(os.environ, TORCHNEURON_BACKWARD_THREAD="device")
-    env.pop("TORCHNEURON_AUTOGRAD_THREADS", None)
-    if setting is not None:
-        env["TORCHNEURON_AUTOGRAD_THREADS"] = setting
-    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+    out = run_python(SCRIPT, timeout=120, TORCHNEURON_BACKWARD_THREAD="device", TORCHNEURON_AUTOGRAD_THREADS=setting)
     in_backward, main = map(int, out.stdout.split())
     assert in_backward == backward_threads
     assert main == 2  # the calling thread keeps PyTorch's setting
@@ -91,15 +87,11 @@ def test_device_setting_keeps_pytorchs_device_thread():
               "y.register_hook(lambda g: seen.append(threading.get_ident()))\n"
               "(y * 3).sum().backward()\n"
               "print(torch.autograd.is_multithreading_enabled(), seen[0] == threading.get_ident())\n")
-    env = dict(os.environ, TORCHNEURON_BACKWARD_THREAD="device")
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+    out = run_python(script, timeout=120, TORCHNEURON_BACKWARD_THREAD="device")
     assert out.stdout.split() == ["True", "False"]
 
 
 def test_unknown_setting_is_refused():
-    env = dict(os.environ, TORCHNEURON_BACKWARD_THREAD="sideways")
-    out = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = run_python("import torch", timeout=120, check=False, TORCHNEURON_BACKWARD_THREAD="sideways")
     assert out.returncode != 0
     assert "TORCHNEURON_BACKWARD_THREAD='sideways'" in out.stderr

@@ -1,16 +1,15 @@
 """Process-level behaviour: forked children, runtime selection, autoload."""
 
-import os
 import subprocess
-import sys
 
 import pytest
 
-BASE_ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
+from tests.helpers import run_python
 
 
 def _run(code: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], env={**BASE_ENV, **env}, capture_output=True, text=True)
+    """``code`` in a fresh process that, like a user's shell, has none of the suite's settings."""
+    return run_python(code, check=False, clean=True, **env)
 
 
 def test_forked_child_of_initialised_parent_gets_clear_error():

@@ -1,10 +1,9 @@
 """Caching allocator statistics behave as torch.cuda's do."""
 
-import subprocess
-import sys
-
 import pytest
 import torch
+
+from tests.helpers import run_python
 
 MiB = 1 << 20
 
@@ -110,8 +109,7 @@ def test_capacity_from_target_in_fresh_process():
         "p = torch.neuron.get_device_properties(0);"
         "print(torch.neuron.device_count(), p.total_memory, p.target)"
     )
-    env = {"TORCHNEURON_TARGET": "trn1", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    out = run_python(code, clean=True, TORCHNEURON_TARGET="trn1")
     count, total, target = out.stdout.split()
     assert (int(count), int(total), target) == (2, 16 << 30, "trn1")
 

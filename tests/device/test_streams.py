@@ -3,6 +3,8 @@
 import pytest
 import torch
 
+from tests.helpers import run_python
+
 
 def test_streams_are_distinct_and_current_stream_switches():
     default = torch.neuron.current_stream()
@@ -66,9 +68,6 @@ def test_event_elapsed_time():
 
 @pytest.mark.sim_only  # its child process runs the simulator (clean environment)
 def test_launch_blocking_runs_copies_synchronously(tmp_path):
-    import subprocess
-    import sys
-
     code = (
         "import torch, torchneuron\n"
         "h = torch.ones(1 << 20).pin_memory()\n"
@@ -77,8 +76,7 @@ def test_launch_blocking_runs_copies_synchronously(tmp_path):
         "    d = h.to('neuron', non_blocking=True)\n"
         "print(s.query())\n"
     )
-    env = {"NEURON_LAUNCH_BLOCKING": "1", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    out = run_python(code, clean=True, NEURON_LAUNCH_BLOCKING="1")
     assert out.stdout.strip() == "True"  # nothing left in flight once the call returned
 
 
@@ -91,9 +89,6 @@ def test_synchronize_all_devices():
 @pytest.mark.sim_only  # on nrt its children would need the cores this process holds (tests/nrt checks exit there)
 def test_interpreter_exits_cleanly_with_async_work_in_flight():
     # The source tensor is dropped while its copy is queued: the worker must release it without the GIL.
-    import subprocess
-    import sys
-
     code = (
         "import torch, torchneuron\n"
         "s = torch.neuron.Stream()\n"
@@ -103,5 +98,4 @@ def test_interpreter_exits_cleanly_with_async_work_in_flight():
         "x = d * 2\n"
     )
     for _ in range(5):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0, out.stderr
+        run_python(code, timeout=120)

@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _run(code: str, **env) -> dict:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=ROOT,
-                         env={**os.environ, **env}, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+from tests.helpers import run_python_json
 
 
 def test_backend_works_after_install_without_importing_torchneuron():
-    res = _run("""
+    res = run_python_json("""
         import json, sys, torch
         assert "torchneuron.dynamo" not in sys.modules  # nothing compile-related loads with torch
         f = torch.compile(lambda t: t.sin() * 2, backend="neuron")
@@ -52,8 +39,8 @@ WARM = """
 
 
 def test_second_process_compiles_nothing_and_skips_torch_mlir(tmp_path):
-    cold = _run(WARM, TORCHNEURON_CACHE_DIR=str(tmp_path))
-    warm = _run(WARM, TORCHNEURON_CACHE_DIR=str(tmp_path))
+    cold = run_python_json(WARM, TORCHNEURON_CACHE_DIR=str(tmp_path))
+    warm = run_python_json(WARM, TORCHNEURON_CACHE_DIR=str(tmp_path))
     assert cold["mlir"] and cold["compiles"] == cold["pieces"] == 2 and cold["hits"] == 0
     assert not warm["mlir"] and warm["compiles"] == 0 and warm["hits"] == warm["pieces"] == 2
     assert warm["loss"] == cold["loss"]

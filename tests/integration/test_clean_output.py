@@ -4,20 +4,14 @@ with Python's default warning filters, so a warning shows up on stderr exactly a
 
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
+from tests.helpers import run_python
+
 
 def _stderr_of(code: str, *env_pairs: tuple[str, str]) -> str:
-    import os
-
-    env = dict(os.environ, **dict(env_pairs))
-    env.pop("PYTHONWARNINGS", None)
-    proc = subprocess.run([sys.executable, "-W", "default", "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=600, env=env, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stderr
+    return run_python(code, timeout=600, flags=("-W", "default"), PYTHONWARNINGS=None, **dict(env_pairs)).stderr
 
 
 def test_a_first_script_warns_only_about_the_users_float64():

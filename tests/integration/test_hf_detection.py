@@ -8,13 +8,13 @@ import importlib
 import importlib.abc
 import importlib.util
 import os
-import subprocess
 import sys
 import textwrap
 
 import pytest
 import torch
 
+from tests.helpers import run_python
 from torchneuron import _neuronx_alias
 
 
@@ -83,10 +83,8 @@ def test_hf_libraries_get_aws_package_when_it_is_installed(tmp_path):
     pkg = tmp_path / "torch_neuronx"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("REAL = 'aws'\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", _WITH_AWS_PACKAGE], capture_output=True, text=True, timeout=300,
-                         check=False, env=env)
-    assert out.returncode == 0, out.stderr
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    out = run_python(_WITH_AWS_PACKAGE, PYTHONPATH=path)
     assert out.stdout.split() == [str(pkg / "__init__.py"), "False", "aws", "True", "True"]
 
 
@@ -117,8 +115,7 @@ _LIBRARIES = textwrap.dedent("""
 
 def test_accelerate_and_transformers_detect_neuron_in_a_fresh_process():
     pytest.importorskip("accelerate")
-    out = subprocess.run([sys.executable, "-c", _LIBRARIES], capture_output=True, text=True, timeout=300, check=False)
-    assert out.returncode == 0, out.stderr
+    out = run_python(_LIBRARIES)
     assert out.stdout.split() == ["True", "True", "True", "neuron"]
 
 
@@ -126,8 +123,8 @@ def test_a_program_that_never_asks_is_unchanged():
     """Importing torch (which autoloads torchneuron) imports no torch_neuronx and no HF library."""
     code = ("import sys, torch; print(sorted(m for m in ('torch_neuronx', 'transformers', 'accelerate') "
             "if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
-    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+    out = run_python(code)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 def _tokenizer():

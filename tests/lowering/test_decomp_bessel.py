@@ -2,16 +2,12 @@
 StableHLO through their decompositions, run on XLA:CPU and compared with CPU eager, edge values included."""
 
 import math
-from pathlib import Path
 
 import pytest
 import torch
 
-import torchneuron
 from tests.helpers import assert_opinfo_lowers
-
-ROOT = Path(__file__).resolve().parents[2]
-RTOL, ATOL = 1.3e-4, 1e-4
+from tests.lowering.decomp_check import assert_matches, check_fn, lowered_fn
 
 EDGE = [0.0, -0.0, 1e-30, 1e-6, 0.3, 0.5, 1.0, 2.0, 2.09, 5.0, 5.0001, 8.0, 8.0001, 10.0, 26.0, 90.0, 103.9,
         1e3, 1e6, 3e38, math.inf, math.nan]
@@ -21,16 +17,6 @@ def _inputs(scale: float = 10.0, n: int = 256) -> torch.Tensor:
     g = torch.Generator().manual_seed(0)
     edge = torch.tensor(EDGE)
     return torch.cat([edge, -edge, torch.randn(n, generator=g) * scale])
-
-
-def _run(fn, *args):
-    compiled = torchneuron.lower(fn, *args).compile()
-    return compiled(*(a.to("neuron") for a in args)).cpu()
-
-
-def _assert_close(actual, expected, rtol=RTOL, atol=ATOL):
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape
-    torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
 
 
 def _slow(*names):
@@ -52,8 +38,7 @@ def _op(name):
 
 @pytest.mark.parametrize("name", UNARY)
 def test_unary_float32_matches_eager(name):
-    x = _inputs()
-    _assert_close(_run(_op(name), x), _op(name)(x))
+    check_fn(_op(name), _inputs())
 
 
 def test_airy_ai_matches_eager():
@@ -61,19 +46,16 @@ def test_airy_ai_matches_eager():
     # XLA (and the true value) differ by more than the tolerance whichever is computed; test up to there
     x = torch.cat([torch.tensor([0.0, 2.09, -2.09, 8.3203353, 26.0, 103.9, 104.0, -250.0, math.inf, -math.inf,
                                  math.nan]), torch.linspace(-30.0, 30.0, 241)])
-    _assert_close(_run(torch.special.airy_ai, x), torch.special.airy_ai(x))
+    check_fn(torch.special.airy_ai, x)
 
 
 @pytest.mark.parametrize("name", ["i0", "special.i1e"])
 def test_unary_bfloat16_matches_eager(name):
-    x = _inputs(scale=5.0).to(torch.bfloat16)
-    _assert_close(_run(_op(name), x), _op(name)(x), rtol=3.2e-2, atol=2e-2)
+    check_fn(_op(name), _inputs(scale=5.0).to(torch.bfloat16))  # bfloat16's tolerance
 
 
 def test_integer_input_promotes_to_float():
-    x = torch.arange(-4, 5)
-    out = _run(torch.special.i0, x)
-    _assert_close(out, torch.special.i0(x))
+    check_fn(torch.special.i0, torch.arange(-4, 5))
 
 
 def _grid(xs, ns):
@@ -92,7 +74,7 @@ N_CHEB = [-3.0, -0.5, 0.0, 1.0, 2.0, 3.9, 6.0, 7.0, 9.0, 16.0, 17.0, 25.0, 40.0,
 def test_chebyshev_matches_eager(name):
     x, n = _grid(X_POLY, N_CHEB)
     op = getattr(torch.special, name)
-    _assert_close(_run(op, x, n), op(x, n))
+    check_fn(op, x, n)
 
 
 @pytest.mark.parametrize("name", ["shifted_chebyshev_polynomial_w",
@@ -101,7 +83,7 @@ def test_chebyshev_matches_eager(name):
 def test_shifted_chebyshev_matches_eager(name):
     x, n = _grid([v / 2 + 0.5 for v in X_POLY], N_CHEB)
     op = getattr(torch.special, name)
-    _assert_close(_run(op, x, n), op(x, n))
+    check_fn(op, x, n)
 
 
 @pytest.mark.parametrize("name", ["hermite_polynomial_h", *_slow("hermite_polynomial_he")])
@@ -109,7 +91,7 @@ def test_hermite_matches_eager_up_to_and_beyond_its_limit(name):
     # PyTorch returns NaN above degree 128 in float32; the unrolled recurrence does the same
     x, n = _grid([0.0, 0.5, -1.3, 3.0, -6.0, math.nan], [-1.0, 0.0, 1.0, 2.0, 5.0, 30.0, 127.0, 128.0, 129.0, 1e6])
     op = getattr(torch.special, name)
-    _assert_close(_run(op, x, n), op(x, n))
+    check_fn(op, x, n)
 
 
 @pytest.mark.parametrize("name", ["legendre_polynomial_p", *_slow("laguerre_polynomial_l")])
@@ -117,12 +99,12 @@ def test_legendre_and_laguerre_match_eager_and_are_nan_beyond_the_bound(name):
     x, n = _grid([0.0, 0.3, -0.9, 1.0, -1.0, 2.0, -3.0, math.inf],
                  [-2.0, -0.5, 0.0, 1.0, 2.0, 7.0, 50.0, 128.0, 129.0, 500.0])
     op = getattr(torch.special, name)
-    actual, expected = _run(op, x, n), op(x, n)
+    actual, expected = lowered_fn(op, x, n), op(x, n)
     within = n <= 128
-    _assert_close(actual[within], expected[within])
+    assert_matches(actual[within], expected[within])
     # documented limit: above degree 128 only the exact special values remain, everything else is NaN
     special = (x.abs() == 1.0) if name == "legendre_polynomial_p" else (x == 0.0)
-    _assert_close(actual[~within & special], expected[~within & special])
+    assert_matches(actual[~within & special], expected[~within & special])
     assert torch.isnan(actual[~within & ~special]).all()
 
 
@@ -137,8 +119,8 @@ def test_scalar_overloads():
     def n_scalar(x):
         return aten.special_legendre_polynomial_p.n_scalar(x, 5)
 
-    _assert_close(_run(x_scalar, n), x_scalar(n))
-    _assert_close(_run(n_scalar, x), n_scalar(x))
+    check_fn(x_scalar, n)
+    check_fn(n_scalar, x)
 
 
 @pytest.mark.slow

@@ -19,6 +19,22 @@ def zeros(shape, dtype=None, device=None) -> torch.Tensor:
     return aten.clone.default(aten.expand.default(zero, list(shape)))
 
 
+def arange(n: int, device=None) -> torch.Tensor:
+    """``[0, n)`` as int64: the index ramp the gather/scatter-style decompositions build from static sizes."""
+    return aten.arange.start_step(0, n, 1, dtype=torch.int64, device=device)
+
+
+def polevl(x: torch.Tensor, coeffs) -> torch.Tensor:
+    """Cephes ``polevl``: Horner evaluation of sum(coeffs[i] * x**(n-1-i)), highest degree first, unrolled so
+    a coefficient table becomes a static elementwise graph. The first step multiplies by the scalar instead of
+    filling a tensor with ``coeffs[0]`` (one op fewer; the same bits in float32 and float64, where every caller
+    computes, half-precision inputs being cast up first)."""
+    acc = x * coeffs[0] + coeffs[1]
+    for c in coeffs[2:]:
+        acc = acc * x + c
+    return acc
+
+
 def int_list(v, n: int) -> list[int]:
     """An ``int[n]`` argument as a list of n ints (ATen accepts one value for all dims)."""
     v = list(v) if isinstance(v, (list, tuple)) else [v]

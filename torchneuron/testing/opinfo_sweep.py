@@ -9,6 +9,12 @@ status ``lowered`` | ``mismatch`` | ``missing`` | ``random`` (draws from the dev
 
 from __future__ import annotations
 
+import signal
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+import torch.utils._pytree as pytree
+
 DTYPES = ("float32", "bfloat16")
 
 # Ops the device layer implements as runtime calls (allocation, copies, scalar reads, metadata), never compiled.
@@ -51,12 +57,9 @@ class _Probe:
         self.fn, self.shapes, self.supports_autograd = fn, shapes, grad
 
     def supported_dtypes(self, device):
-        import torch
-
         return {torch.float32, torch.bfloat16}
 
     def sample_inputs(self, device, dtype, requires_grad=False):
-        import torch
         from torch.testing._internal.opinfo.core import SampleInput
 
         g = torch.Generator().manual_seed(0)
@@ -68,8 +71,6 @@ class _Probe:
 
 
 def probes() -> dict[str, _Probe]:
-    import torch
-
     def flash(q, k, v):
         return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, True)[0]
 
@@ -86,133 +87,141 @@ def check_opinfo(name: str, dtype: str = "float32", max_samples: int = 3, timeou
     from torch.testing._internal.common_methods_invocations import op_db
 
     (op,) = [o for o in op_db if op_key(o) == name]
-    return make_checker(timeout)(op, dtype, max_samples)
+    return OpChecker(timeout).check(op, dtype, max_samples)
 
 
-def make_checker(timeout: int):
-    """``check(op, dtype_name, max_samples) -> {"status", "events", "grad_events"}`` for OpInfo ops and probes."""
-    import signal
+class _Timeout(Exception):
+    """A sample ran longer than the checker's timeout (raised from SIGALRM)."""
 
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    import torch.utils._pytree as pytree
 
-    from torchneuron.lowering.errors import Unsupported, UnsupportedKind
-    from torchneuron.programs.single_op import program_cache
+def _on_alarm(*_):
+    raise _Timeout()
 
-    class Timeout(Exception):
-        pass
 
-    def on_alarm(*_):
-        raise Timeout()
-
-    signal.signal(signal.SIGALRM, on_alarm)
-
-    def compare(actual, expected, dtype_name):
-        rtol, atol = TOL[dtype_name]
-        a_leaves = pytree.tree_leaves(actual)
-        e_leaves = pytree.tree_leaves(expected)
-        if len(a_leaves) != len(e_leaves):
-            return f"{len(a_leaves)} results, expected {len(e_leaves)}"
-        for a, e in zip(a_leaves, e_leaves):
-            if isinstance(e, torch.Tensor):
-                if not isinstance(a, torch.Tensor):
-                    return f"result is {type(a).__name__}, expected a tensor"
-                if a.dtype != e.dtype:
-                    return f"dtype {a.dtype} vs {e.dtype}"
-                if a.shape != e.shape:
-                    return f"shape {list(a.shape)} vs {list(e.shape)}"
-                try:
-                    torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=True, check_device=False)
-                except AssertionError as err:
-                    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-                    return clip("; ".join(lines[:3]), 200)
-            elif isinstance(e, (bool, int, float)) and not isinstance(a, torch.Tensor):
-                if type(a) is not type(e) or (a != e and not (a != a and e != e)):  # NaN equals NaN here
-                    return f"value {a!r} vs {e!r}"
-        return None
-
-    def clone(tree):
-        return pytree.tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, tree)
-
-    def written_args(func, args, kwargs) -> list:
-        """The arguments an op writes (``Tensor(a!)``). Only these are compared after a mutating call: a read
-        argument that aliased a written one in the recorded call (``mul(x, y, out=x)``) changed there, but
-        replayed from separate clones it does not."""
-        names = [a.name for a in func._schema.arguments]
-        values = dict(zip(names, args), **kwargs)
-        return [values.get(a.name) for a in func._schema.arguments
-                if a.alias_info is not None and a.alias_info.is_write]
-
-    class Record(TorchDispatchMode):
-        """Records every ATen call of a sample with its inputs and CPU results; ``replay`` then runs each call
-        through the strict-eager path (outside any dispatch mode) and compares."""
-
-        def __init__(self, dtype_name):
-            super().__init__()
-            self.dtype_name = dtype_name
-            self.calls: list = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if func.name() in RUNTIME_OPS:
-                self.calls.append((func, None, None, None, None))
-                return func(*args, **kwargs)
-            before = clone((args, kwargs))
-            out = func(*args, **kwargs)
-            written = written_args(func, args, kwargs)
-            self.calls.append((func, before, clone(out), clone(written) if written else None, bool(written)))
-            return out
-
-        def replay(self):
-            events = []
-            for func, before, expected, after, mutable in self.calls:
-                name = func.name()
-                if before is None:
-                    events.append((name, "runtime", ""))
-                    continue
-                args, kwargs = before
-                try:
-                    prog, info, values, dyn = program_cache().lookup(func, args, kwargs)
-                    if isinstance(prog, Unsupported):
-                        if prog.kind.is_runtime_operation:
-                            status = "runtime"
-                        elif prog.kind is UnsupportedKind.RANDOM:
-                            status = "random"
-                        else:
-                            status = "missing"
-                        events.append((name, status, clip(prog.why, 300)))
-                        continue
-                    actual = prog(info, values, dyn)
-                except Timeout:
-                    raise
-                except Exception as e:
-                    msg = str(e).splitlines()[0] if str(e) else ""
-                    events.append((name, "missing", clip(f"{type(e).__name__}: {msg}", 300)))
-                    continue
-                cause = compare(actual, expected, self.dtype_name)
-                if cause is None and mutable:
-                    cause = compare(written_args(func, args, kwargs), after, self.dtype_name)
-                events.append((name, "mismatch" if cause else "lowered", cause or ""))
-            return events
-
-    def first_accepted(samples, max_samples: int, prepare):
-        """Up to ``max_samples`` (sample, prepare(sample)) pairs, skipping samples the CPU itself rejects
-        (prepare raises) or that do not apply (prepare returns None)."""
-        n = 0
-        for s in samples:
-            if n >= max_samples:
-                return
+def _compare(actual, expected, dtype_name: str) -> str | None:
+    """Why ``actual`` is not CPU eager's ``expected`` within the dtype's tolerance, or None if it is."""
+    rtol, atol = TOL[dtype_name]
+    a_leaves = pytree.tree_leaves(actual)
+    e_leaves = pytree.tree_leaves(expected)
+    if len(a_leaves) != len(e_leaves):
+        return f"{len(a_leaves)} results, expected {len(e_leaves)}"
+    for a, e in zip(a_leaves, e_leaves):
+        if isinstance(e, torch.Tensor):
+            if not isinstance(a, torch.Tensor):
+                return f"result is {type(a).__name__}, expected a tensor"
+            if a.dtype != e.dtype:
+                return f"dtype {a.dtype} vs {e.dtype}"
+            if a.shape != e.shape:
+                return f"shape {list(a.shape)} vs {list(e.shape)}"
             try:
-                prepared = prepare(s)
-            except Exception:
-                continue
-            if prepared is None:
-                continue
-            n += 1
-            yield s, prepared
+                torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=True, check_device=False)
+            except AssertionError as err:
+                lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+                return clip("; ".join(lines[:3]), 200)
+        elif isinstance(e, (bool, int, float)) and not isinstance(a, torch.Tensor):
+            if type(a) is not type(e) or (a != e and not (a != a and e != e)):  # NaN equals NaN here
+                return f"value {a!r} vs {e!r}"
+    return None
 
-    def check(op, dt_name: str, max_samples: int) -> dict:
+
+def _clone(tree):
+    return pytree.tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, tree)
+
+
+def _written_args(func, args, kwargs) -> list:
+    """The arguments an op writes (``Tensor(a!)``). Only these are compared after a mutating call: a read
+    argument that aliased a written one in the recorded call (``mul(x, y, out=x)``) changed there, but
+    replayed from separate clones it does not."""
+    names = [a.name for a in func._schema.arguments]
+    values = dict(zip(names, args), **kwargs)
+    return [values.get(a.name) for a in func._schema.arguments
+            if a.alias_info is not None and a.alias_info.is_write]
+
+
+class _Record(TorchDispatchMode):
+    """Records every ATen call of a sample with its inputs and CPU results; ``replay`` then runs each call
+    through the strict-eager path (outside any dispatch mode) and compares."""
+
+    def __init__(self, dtype_name: str):
+        super().__init__()
+        self.dtype_name = dtype_name
+        self.calls: list = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.name() in RUNTIME_OPS:
+            self.calls.append((func, None, None, None, None))
+            return func(*args, **kwargs)
+        before = _clone((args, kwargs))
+        out = func(*args, **kwargs)
+        written = _written_args(func, args, kwargs)
+        self.calls.append((func, before, _clone(out), _clone(written) if written else None, bool(written)))
+        return out
+
+    def replay(self) -> list:
+        # imported here, not with the module: the sweep's parent process lists and renders without lowering
+        from torchneuron.lowering.errors import Unsupported, UnsupportedKind
+        from torchneuron.programs.single_op import program_cache
+
+        events = []
+        for func, before, expected, after, mutable in self.calls:
+            name = func.name()
+            if before is None:
+                events.append((name, "runtime", ""))
+                continue
+            args, kwargs = before
+            try:
+                prog, info, values, dyn = program_cache().lookup(func, args, kwargs)
+                if isinstance(prog, Unsupported):
+                    if prog.kind.is_runtime_operation:
+                        status = "runtime"
+                    elif prog.kind is UnsupportedKind.RANDOM:
+                        status = "random"
+                    else:
+                        status = "missing"
+                    events.append((name, status, clip(prog.why, 300)))
+                    continue
+                actual = prog(info, values, dyn)
+            except _Timeout:
+                raise
+            except Exception as e:
+                msg = str(e).splitlines()[0] if str(e) else ""
+                events.append((name, "missing", clip(f"{type(e).__name__}: {msg}", 300)))
+                continue
+            cause = _compare(actual, expected, self.dtype_name)
+            if cause is None and mutable:
+                cause = _compare(_written_args(func, args, kwargs), after, self.dtype_name)
+            events.append((name, "mismatch" if cause else "lowered", cause or ""))
+        return events
+
+
+def _first_accepted(samples, max_samples: int, prepare):
+    """Up to ``max_samples`` (sample, prepare(sample)) pairs, skipping samples the CPU itself rejects
+    (prepare raises) or that do not apply (prepare returns None)."""
+    n = 0
+    for s in samples:
+        if n >= max_samples:
+            return
+        try:
+            prepared = prepare(s)
+        except Exception:
+            continue
+        if prepared is None:
+            continue
+        n += 1
+        yield s, prepared
+
+
+class OpChecker:
+    """``OpChecker(timeout).check(op, dtype_name, max_samples) -> {"status", "events", "grad_events"}`` for
+    OpInfo ops and probes. Each sample (forward, then backward) gets ``timeout`` seconds, enforced by SIGALRM,
+    whose handler the constructor installs: build it in the main thread."""
+
+    def __init__(self, timeout: int):
+        self.timeout = timeout
+        signal.signal(signal.SIGALRM, _on_alarm)
+
+    def check(self, op, dt_name: str, max_samples: int) -> dict:
         dt = getattr(torch, dt_name)
         if dt not in op.supported_dtypes("cpu"):
             return {"status": "n/a", "events": []}
@@ -224,26 +233,27 @@ def make_checker(timeout: int):
                 op(s.input, *s.args, **s.kwargs)
             return True
 
-        signal.alarm(timeout)
+        signal.alarm(self.timeout)
         try:
             n = 0
-            for s, _ in first_accepted(op.sample_inputs("cpu", dt, requires_grad=False), max_samples, eager_accepts):
+            for s, _ in _first_accepted(op.sample_inputs("cpu", dt, requires_grad=False), max_samples,
+                                        eager_accepts):
                 n += 1
-                rec = Record(dt_name)
+                rec = _Record(dt_name)
                 with torch.no_grad(), rec:
                     op(s.input, *s.args, **s.kwargs)
                 events.extend(rec.replay())
             if n:
                 status = "lowered"
-        except Timeout:
-            events.append(("(timeout)", "missing", f"no result within {timeout}s"))
+        except _Timeout:
+            events.append(("(timeout)", "missing", f"no result within {self.timeout}s"))
             status = "lowered"
         except Exception as e:
             events.append(("(sample)", "missing", clip(f"{type(e).__name__}: {e}", 200)))
             status = "lowered"
         finally:
             signal.alarm(0)
-        grad_events = backward_events(op, dt, dt_name, max_samples) if status != "n/a" else []
+        grad_events = self.backward_events(op, dt, dt_name, max_samples) if status != "n/a" else []
         if status != "n/a":
             if any(ev[1] in ("missing", "random") for ev in events):
                 status = "missing"  # see op_status: an op whose only unlowered ATen ops are random is "random"
@@ -252,7 +262,7 @@ def make_checker(timeout: int):
         return {"status": status, "events": sorted(set(map(tuple, events))),
                 "grad_events": sorted(set(map(tuple, grad_events)))}
 
-    def backward_events(op, dt, dt_name: str, max_samples: int) -> list:
+    def backward_events(self, op, dt, dt_name: str, max_samples: int) -> list:
         """The ATen ops of the op's backward (gelu_backward, the flash-attention backward, ...), recorded the
         same way. They feed the per-overload table (so a training step's backward is known to
         fallback_ops() and the policy), not the OpInfo op's own status, which stays a forward measure."""
@@ -267,28 +277,26 @@ def make_checker(timeout: int):
             return (outs, ins) if outs and ins else None
 
         events: list = []
-        signal.alarm(timeout)
+        signal.alarm(self.timeout)
         try:
             samples = op.sample_inputs("cpu", dt, requires_grad=True)
-            for _, (outs, ins) in first_accepted(samples, max_samples, differentiable):
+            for _, (outs, ins) in _first_accepted(samples, max_samples, differentiable):
                 gen = torch.Generator().manual_seed(0)
                 cot = [torch.randn(o.shape, generator=gen).to(o.dtype) for o in outs]
-                rec = Record(dt_name)
+                rec = _Record(dt_name)
                 try:
                     with rec:
                         torch.autograd.grad(outs, ins, cot, allow_unused=True)
                 except Exception:
                     continue  # the CPU itself has no backward for this sample
                 events.extend(rec.replay())
-        except Timeout:
+        except _Timeout:
             pass
         except Exception as e:
             events.append(("(backward)", "missing", clip(f"{type(e).__name__}: {e}", 200)))
         finally:
             signal.alarm(0)
         return events
-
-    return check
 
 
 def op_key(op) -> str:

@@ -1,5 +1,5 @@
-"""Cephes' series evaluators (``chbevl``, ``polevl``), unrolled so the coefficient tables become static
-elementwise graphs."""
+"""Cephes' Chebyshev-series evaluator (``chbevl``), unrolled so the coefficient tables become static
+elementwise graphs (``polevl`` is shared: ``lowering/decomp_common.py``)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,3 @@ def _chbevl(y: torch.Tensor, coeffs: tuple[float, ...]) -> torch.Tensor:
         b0 = y * b1 - b2 + c
     return 0.5 * (b0 - b2)
 
-
-def _polevl(z: torch.Tensor, coeffs: tuple[float, ...]) -> torch.Tensor:
-    """Horner evaluation of sum(coeffs[i] * z**(len-1-i))."""
-    p = z * coeffs[0] + coeffs[1]
-    for c in coeffs[2:]:
-        p = p * z + c
-    return p

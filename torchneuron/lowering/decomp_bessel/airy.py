@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from ._cephes import _polevl
+from ..decomp_common import polevl
 from ._common import _nan_like
 
 
@@ -41,8 +41,8 @@ def _airy_oscillating(x):
     zeta = -2.0 * x * torch.sqrt(-x) / 3.0
     z = 1.0 / zeta
     zz = z * z
-    f = 1.0 + zz * _polevl(zz, _AI_AFN) / _polevl(zz, _AI_AFD)
-    g = z * _polevl(zz, _AI_AGN) / _polevl(zz, _AI_AGD)
+    f = 1.0 + zz * polevl(zz, _AI_AFN) / polevl(zz, _AI_AFD)
+    g = z * polevl(zz, _AI_AGN) / polevl(zz, _AI_AGD)
     t = zeta + 0.25 * math.pi
     return _AI_SQRT_PI_INV / torch.sqrt(torch.sqrt(-x)) * (torch.sin(t) * f - torch.cos(t) * g)
 
@@ -51,7 +51,7 @@ def _airy_decaying(x):
     """Ai(x) for x >= 2.09: exp(-zeta) times a rational function of 1/zeta."""
     zeta = 2.0 * x * torch.sqrt(x) / 3.0
     r = 1.0 / zeta
-    return _AI_SQRT_PI_INV * (_polevl(r, _AI_AN) / _polevl(r, _AI_AD)) \
+    return _AI_SQRT_PI_INV * (polevl(r, _AI_AN) / polevl(r, _AI_AD)) \
         / (2.0 * torch.sqrt(torch.sqrt(x)) * torch.exp(zeta))
 
 

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from ._cephes import _polevl
+from ..decomp_common import polevl
 from ._common import _like, _nan_like, _odd_extension
 
 
@@ -66,8 +66,8 @@ def _bessel_asymptotic(x, order: int, second_kind: bool):
     pp, pq, qp, qq = (_J0_PP, _J0_PQ, _J0_QP, _J0_QQ) if order == 0 else (_J1_PP, _J1_PQ, _J1_QP, _J1_QQ)
     phase = 0.785398163397448309615660845819875721 if order == 0 else 2.356194490192344928846982537459627163
     w = 25.0 / (x * x) if order == 0 else 5.0 / x * (5.0 / x)
-    p = _polevl(w, pp) / _polevl(w, pq)
-    q = 5.0 / x * (_polevl(w, qp) / _polevl(w, qq))
+    p = polevl(w, pp) / polevl(w, pq)
+    q = 5.0 / x * (polevl(w, qp) / polevl(w, qq))
     s, c = torch.sin(x - phase), torch.cos(x - phase)
     amp = p * s + q * c if second_kind else p * c - q * s
     return amp * _SQRT_2_PI / torch.sqrt(x)
@@ -75,8 +75,8 @@ def _bessel_asymptotic(x, order: int, second_kind: bool):
 
 def _j0_small(ax):
     z = ax * ax
-    r = (z - 5.78318596294678452118e+00) * (z - 3.04712623436620863991e+01) * _polevl(z, _J0_RP) \
-        / _polevl(z, _J0_RQ)
+    r = (z - 5.78318596294678452118e+00) * (z - 3.04712623436620863991e+01) * polevl(z, _J0_RP) \
+        / polevl(z, _J0_RQ)
     return torch.where(ax < 1e-5, 1.0 - z / 4.0, r)
 
 
@@ -87,7 +87,7 @@ def _j0(x):
 
 def _j1_nonneg(ax):
     z = ax * ax
-    small = _polevl(z, _J1_RP) / _polevl(z, _J1_RQ) * ax * (z - 1.46819706421238932572e+01) \
+    small = polevl(z, _J1_RP) / polevl(z, _J1_RQ) * ax * (z - 1.46819706421238932572e+01) \
         * (z - 4.92184563216946036703e+01)
     return torch.where(ax <= 5.0, small, _bessel_asymptotic(ax, 1, False))
 
@@ -105,13 +105,13 @@ def _y_domain(x, small, large):
 
 def _y0(x):
     z = x * x
-    small = _polevl(z, _Y0_YP) / _polevl(z, _Y0_YQ) + _TWO_PI * torch.log(x) * _j0(x)
+    small = polevl(z, _Y0_YP) / polevl(z, _Y0_YQ) + _TWO_PI * torch.log(x) * _j0(x)
     return _y_domain(x, small, _bessel_asymptotic(x, 0, True))
 
 
 def _y1(x):
     z = x * x
-    small = x * (_polevl(z, _Y1_YP) / _polevl(z, _Y1_YQ)) + _TWO_PI * (_j1_nonneg(x) * torch.log(x) - 1.0 / x)
+    small = x * (polevl(z, _Y1_YP) / polevl(z, _Y1_YQ)) + _TWO_PI * (_j1_nonneg(x) * torch.log(x) - 1.0 / x)
     return _y_domain(x, small, _bessel_asymptotic(x, 1, True))
 
 

@@ -1,14 +1,11 @@
-"""Helpers shared by the indexing decompositions: static aranges and the log-step scan (``_scan``)."""
+"""Helpers shared by the indexing decompositions: broadcasting a 1-D tensor along a dim and the log-step
+scan (``_scan``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import torch
-
-
-def _arange(n: int, like: torch.Tensor | None = None, dtype=torch.int64) -> torch.Tensor:
-    return torch.arange(n, dtype=dtype, device=like.device if like is not None else "cpu")
 
 
 def _along(v: torch.Tensor, dim: int, ndim: int) -> torch.Tensor:

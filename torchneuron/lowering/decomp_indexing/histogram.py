@@ -7,18 +7,18 @@ from collections.abc import Callable
 
 import torch
 
-from ._common import _arange
+from ..decomp_common import arange
 from .search import _binary_search
 
 
 def _linspace(start, end, steps: int):
     """PyTorch's CPU linspace for tensor endpoints (0-d, in the output dtype): the first half counts up from
     ``start``, the second half down from ``end``, so both ends are exact."""
-    i = _arange(steps, start).to(start.dtype)
+    i = arange(steps, start.device).to(start.dtype)
     step = (end - start) / (steps - 1)
     up = start + step * i
     down = end - step * (steps - 1 - i)
-    return torch.where(_arange(steps, start) < steps // 2, up, down)
+    return torch.where(arange(steps, start.device) < steps // 2, up, down)
 
 
 def _outer_edges(x2d, range_, pad: float):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ._common import _arange
+from ..decomp_common import arange
 
 
 def _nonzero_static(self, *, size, fill_value=-1):
@@ -23,7 +23,7 @@ def _nonzero_static(self, *, size, fill_value=-1):
     rank = torch.cumsum(nz64, 0) - 1
     target = torch.where(nz & (rank < size), rank, torch.full_like(rank, size))
     slots = torch.zeros(size + 1, dtype=torch.int64, device=self.device).scatter(
-        0, target, _arange(n, self))[:size]
+        0, target, arange(n, self.device))[:size]
     coords = []
     rest = slots
     stride = n
@@ -33,5 +33,5 @@ def _nonzero_static(self, *, size, fill_value=-1):
         rest = rest - c * stride
         coords.append(c)
     out = torch.stack(coords, 1)
-    valid = (_arange(size, self) < nz64.sum()).reshape(size, 1)
+    valid = (arange(size, self.device) < nz64.sum()).reshape(size, 1)
     return torch.where(valid, out, torch.full_like(out, fill_value))

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import torch
 
-from ._common import _along, _arange, _scan
+from ..decomp_common import arange
+from ._common import _along, _scan
 
 aten = torch.ops.aten
 
@@ -41,7 +42,7 @@ def _cum_extreme(take_right: Callable) -> Callable:
         if self.dim() == 0:
             return self.clone(), torch.zeros((), dtype=torch.int64, device=self.device)
         dim = dim % self.dim()
-        idx = _along(_arange(self.shape[dim], self), dim, self.dim()).expand(self.shape)
+        idx = _along(arange(self.shape[dim], self.device), dim, self.dim()).expand(self.shape)
         values, indices = _scan((self, idx), dim, combine)
         return values, indices.clone()
 

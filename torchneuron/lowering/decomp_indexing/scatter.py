@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import torch
 
-from ._common import _along, _arange, _scan
+from ..decomp_common import arange
+from ._common import _along, _scan
 
 
 def _flat_targets(self_shape, dim: int, index: torch.Tensor) -> torch.Tensor:
@@ -17,7 +18,7 @@ def _flat_targets(self_shape, dim: int, index: torch.Tensor) -> torch.Tensor:
     pos = index.to(torch.int64) * strides[dim]
     for d in range(index.dim()):
         if d != dim:
-            pos = pos + _along(_arange(index.shape[d], index), d, index.dim()) * strides[d]
+            pos = pos + _along(arange(index.shape[d], index.device), d, index.dim()) * strides[d]
     return pos.reshape(-1)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ._common import _along, _arange
+from ..decomp_common import arange
+from ._common import _along
 
 aten = torch.ops.aten
 
@@ -18,8 +19,8 @@ def _diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
     length = src.shape[-1]
     if length == 0:
         return self.clone()
-    a = _arange(n1, self).reshape(n1, 1)
-    b = _arange(n2, self).reshape(1, n2)
+    a = arange(n1, self.device).reshape(n1, 1)
+    b = arange(n2, self.device).reshape(1, n2)
     on = (b - a) == offset
     diag_index = (a if offset >= 0 else b).expand(n1, n2).clamp(0, length - 1)
     g = src.to(self.dtype).index_select(-1, diag_index.reshape(-1)).reshape(list(src.shape[:-1]) + [n1, n2])
@@ -53,7 +54,7 @@ def _as_strided_scatter(self, src, size, stride, storage_offset=None):
         return self.clone()
     pos = torch.full(list(size), offset, dtype=torch.int64, device=self.device)
     for d, (n, st) in enumerate(zip(size, stride)):
-        pos = pos + _along(_arange(n, self), d, len(size)) * st
+        pos = pos + _along(arange(n, self.device), d, len(size)) * st
     out = aten.index_put.default(flat, [pos.reshape(-1)], src.to(self.dtype).reshape(-1), False)
     out = out.reshape(base.shape)
     if base is self:

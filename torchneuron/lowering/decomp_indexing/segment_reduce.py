@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from ._common import _arange
+from ..decomp_common import arange
 from .scatter import _scatter_reduce
 from .search import _binary_search
 
@@ -27,7 +27,7 @@ def _segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, a
     axis = axis % data.dim()
     segments = offsets.shape[-1] - 1
     n = data.shape[axis]
-    positions = _arange(n, data).expand(list(offsets.shape[:-1]) + [n])
+    positions = arange(n, data.device).expand(list(offsets.shape[:-1]) + [n])
     seg = _binary_search(offsets[..., 1:], positions, right=True) if segments > 0 else torch.zeros_like(positions)
     seg = seg.reshape(list(seg.shape) + [1] * (data.dim() - axis - 1)).expand(data.shape)
     out_shape = list(data.shape)

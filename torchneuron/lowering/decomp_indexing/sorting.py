@@ -7,7 +7,8 @@ import math
 
 import torch
 
-from ._common import _arange, _scan
+from ..decomp_common import arange
+from ._common import _scan
 
 aten = torch.ops.aten
 
@@ -51,7 +52,7 @@ def _mode(self, dim=-1, keepdim=False):
         return (_keep(torch.zeros(shape, dtype=self.dtype, device=self.device), keepdim, dim),
                 _keep(torch.zeros(shape, dtype=torch.int64, device=self.device), keepdim, dim))
     values, perm = _stable_sort_last(x)
-    k = _arange(n, self).expand(values.shape)
+    k = arange(n, self.device).expand(values.shape)
     no = torch.zeros(list(x.shape[:-1]) + [1], dtype=torch.bool, device=self.device)
     same_prev = torch.cat([no, values[..., 1:] == values[..., :-1]], -1)
     same_next = torch.cat([values[..., 1:] == values[..., :-1], no], -1)

@@ -8,10 +8,6 @@ import torch
 aten = torch.ops.aten
 
 
-def _arange(n: int, device=None):
-    return aten.arange.start_step(0, n, 1, dtype=torch.int64, device=device)
-
-
 def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
     """Accumulation dtype: CPU kernels accumulate half/bfloat16 in float."""
     return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype

@@ -6,8 +6,8 @@ import math
 
 import torch
 
-from ..decomp_common import int_list, zeros
-from ._common import _acc_dtype, _arange, _cast, _size_at
+from ..decomp_common import arange, int_list, zeros
+from ._common import _acc_dtype, _cast, _size_at
 
 aten = torch.ops.aten
 
@@ -55,7 +55,7 @@ def _transposed_col2im_rounding(x, weight, stride, p, dilation, op, groups, dtyp
     kernel-offset order (col2im). One masked-weight transposed convolution per offset reproduces that."""
     ks = list(weight.shape[2:])
     taps = math.prod(ks)
-    flat_offsets = aten.reshape.default(_arange(taps, x.device), ks)
+    flat_offsets = aten.reshape.default(arange(taps, x.device), ks)
     total = None
     for t in range(taps):
         mask = _cast(aten.eq.Scalar(flat_offsets, t), weight.dtype)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ..decomp_common import zeros
-from ._common import _arange, _cast
+from ..decomp_common import arange, zeros
+from ._common import _cast
 
 aten = torch.ops.aten
 
@@ -19,7 +19,7 @@ def _pdist(x, p=2.0):
         return zeros([pairs], x.dtype, x.device)
     # pair t belongs to the row i with f(i) <= t < f(i+1), f(i) = i*n - i*(i+1)/2 pairs before row i;
     # counting the rows whose first pair is <= t finds i without any data-dependent step
-    t = aten.unsqueeze.default(_arange(pairs, x.device), 1)
+    t = aten.unsqueeze.default(arange(pairs, x.device), 1)
     rows = aten.unsqueeze.default(aten.arange.start_step(1, n, 1, dtype=torch.int64, device=x.device), 0)
     firsts = aten.sub.Tensor(aten.mul.Tensor(rows, n), aten.div.Tensor_mode(
         aten.mul.Tensor(rows, aten.add.Tensor(rows, 1)), 2, rounding_mode="floor"))

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..decomp_common import zeros
-from ._common import _acc_dtype, _arange, _cast
+from ..decomp_common import arange, zeros
+from ._common import _acc_dtype, _cast
 
 aten = torch.ops.aten
 
@@ -27,10 +27,10 @@ def _embedding_bag(forward_only: bool) -> Callable:
         idt, dev = indices.dtype, weight.device
         acc = _acc_dtype(weight.dtype)
         rows = _cast(aten.index_select.default(weight, 0, indices), acc)  # [n, dim]
-        pos = aten.unsqueeze.default(_arange(n, dev), 1)
+        pos = aten.unsqueeze.default(arange(n, dev), 1)
         starts = aten.unsqueeze.default(_cast(aten.slice.Tensor(offsets, 0, 0, bags), torch.int64), 0)
         bag_of = aten.sub.Tensor(aten.sum.dim_IntList(_cast(aten.le.Tensor(starts, pos), torch.int64), [1]), 1)
-        member = aten.eq.Tensor(aten.unsqueeze.default(bag_of, 0), aten.unsqueeze.default(_arange(bags, dev), 1))
+        member = aten.eq.Tensor(aten.unsqueeze.default(bag_of, 0), aten.unsqueeze.default(arange(bags, dev), 1))
         if padding_idx is not None and padding_idx >= 0:
             member = aten.logical_and.default(member, aten.unsqueeze.default(aten.ne.Scalar(indices, padding_idx), 0))
         count = aten.sum.dim_IntList(_cast(member, torch.int64), [1])  # [bags]
@@ -39,7 +39,7 @@ def _embedding_bag(forward_only: bool) -> Callable:
             # the CPU fast path (sum/mean, no padding index) ends the last bag at the final offset, while
             # its bag sizes (the mean's divisor) run to the end of ``indices``
             end = _cast(aten.slice.Tensor(offsets, 0, bags, bags + 1), torch.int64)
-            before_end = aten.lt.Tensor(aten.unsqueeze.default(_arange(n, dev), 0), aten.unsqueeze.default(end, 0))
+            before_end = aten.lt.Tensor(aten.unsqueeze.default(arange(n, dev), 0), aten.unsqueeze.default(end, 0))
             summed = aten.logical_and.default(member, before_end)
         weights = _cast(summed, acc)
         if mode == 0 and per_sample_weights is not None:
@@ -85,7 +85,7 @@ def _embedding_renorm(weight, indices, max_norm, norm_type):
     if indices.numel() == 0 or weight.numel() == 0:
         return aten.clone.default(weight)
     flat = aten.reshape.default(indices, [1, -1])
-    touched = aten.any.dim(aten.eq.Tensor(aten.unsqueeze.default(_arange(rows, weight.device), 1), flat), 1)
+    touched = aten.any.dim(aten.eq.Tensor(aten.unsqueeze.default(arange(rows, weight.device), 1), flat), 1)
     acc = _acc_dtype(weight.dtype)
     norm = aten.linalg_vector_norm.default(_cast(weight, acc), norm_type, [1], True)
     scale = aten.div.Tensor(aten.scalar_tensor.default(max_norm, dtype=acc, device=weight.device),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ..decomp_common import zeros
-from ._common import _acc_dtype, _arange, _cast
+from ..decomp_common import arange, zeros
+from ._common import _acc_dtype, _cast
 
 aten = torch.ops.aten
 
@@ -47,7 +47,7 @@ def _linear_cross_entropy_chunked(input, linear_weight, target, linear_bias, wei
     dt = input.dtype
     if compute_input_grad or compute_linear_weight_grad or compute_linear_bias_grad:
         prob = aten.exp.default(aten.sub.Tensor(logits, aten.unsqueeze.default(lse, 1)))
-        onehot = _cast(aten.eq.Tensor(aten.unsqueeze.default(_arange(logits.shape[1], logits.device), 0),
+        onehot = _cast(aten.eq.Tensor(aten.unsqueeze.default(arange(logits.shape[1], logits.device), 0),
                                       aten.unsqueeze.default(safe, 1)), logits.dtype)
         g = aten.mul.Tensor(aten.sub.Tensor(prob, onehot), aten.unsqueeze.default(scale, 1))  # dloss/dlogits
     grad_input = _cast(aten.mm.default(g, _cast(linear_weight, g.dtype)), dt) if compute_input_grad \

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import torch
 
-from ..decomp_common import int_list, pool_out, zeros
-from ._common import _acc_dtype, _arange, _cast, _select_along
+from ..decomp_common import arange, int_list, pool_out, zeros
+from ._common import _acc_dtype, _cast, _select_along
 
 aten = torch.ops.aten
 
@@ -26,8 +26,8 @@ def _adaptive_avg_along(x, dim: int, n_out: int):
         shape = list(x.shape)
         return aten.mean.dim(aten.reshape.default(x, shape[:dim] + [n_out, n_in // n_out] + shape[dim + 1:]),
                              [dim + 1])
-    o = aten.unsqueeze.default(_arange(n_out, x.device), 1)
-    j = aten.unsqueeze.default(_arange(n_in, x.device), 0)
+    o = aten.unsqueeze.default(arange(n_out, x.device), 1)
+    j = aten.unsqueeze.default(arange(n_in, x.device), 0)
     start = aten.div.Tensor_mode(aten.mul.Tensor(o, n_in), n_out, rounding_mode="floor")
     end = aten.neg.default(aten.div.Tensor_mode(aten.mul.Tensor(aten.add.Tensor(o, 1), -n_in), n_out,
                                                 rounding_mode="floor"))
@@ -158,8 +158,8 @@ def _max_pool3d(x, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mod
     # gather and masked out of the maximum
     coords, valid = [], None
     for i in range(nd):
-        o = aten.unsqueeze.default(_arange(outs[i], x.device), 1)
-        j = aten.unsqueeze.default(_arange(k[i], x.device), 0)
+        o = aten.unsqueeze.default(arange(outs[i], x.device), 1)
+        j = aten.unsqueeze.default(arange(k[i], x.device), 0)
         c = aten.sub.Tensor(aten.add.Tensor(aten.mul.Tensor(o, st[i]), aten.mul.Tensor(j, d[i])), p[i])
         coords.append(c)
         ok = aten.logical_and.default(aten.ge.Scalar(c, 0), aten.lt.Scalar(c, sizes[i]))
@@ -188,8 +188,8 @@ def _adaptive_max_pool3d(x, output_size):
     for i in range(nd):
         bounds = _adaptive_bounds(sizes[i], outs[i])
         kmax = max(e - s for s, e in bounds)
-        o = aten.unsqueeze.default(_arange(outs[i], x.device), 1)
-        j = aten.unsqueeze.default(_arange(kmax, x.device), 0)
+        o = aten.unsqueeze.default(arange(outs[i], x.device), 1)
+        j = aten.unsqueeze.default(arange(kmax, x.device), 0)
         start = aten.div.Tensor_mode(aten.mul.Tensor(o, sizes[i]), outs[i], rounding_mode="floor")
         last = aten.sub.Tensor(aten.neg.default(aten.div.Tensor_mode(
             aten.mul.Tensor(aten.add.Tensor(o, 1), -sizes[i]), outs[i], rounding_mode="floor")), 1)
@@ -218,19 +218,19 @@ def _fractional_max_pool(nd: int) -> Callable:
             flat = None
             for i in range(nd):
                 u = aten.unsqueeze.default(aten.select.int(_cast(random_samples, x.dtype), 2, order[i]), -1)
-                o = _cast(_arange(outs[i], x.device), x.dtype)
+                o = _cast(arange(outs[i], x.device), x.dtype)
                 if outs[i] > 1:
                     alpha = aten.div.Tensor(aten.scalar_tensor.default(sizes[i] - k[i], dtype=x.dtype, device=x.device),
                                             aten.scalar_tensor.default(outs[i] - 1, dtype=x.dtype, device=x.device))
                     start = aten.sub.Tensor(_cast(aten.mul.Tensor(aten.add.Tensor(o, u), alpha), torch.int64),
                                             _cast(aten.mul.Tensor(u, alpha), torch.int64))  # [n, c, O]
-                    is_last = aten.eq.Scalar(_arange(outs[i], x.device), outs[i] - 1)
+                    is_last = aten.eq.Scalar(arange(outs[i], x.device), outs[i] - 1)
                     start = aten.where.self(is_last, aten.scalar_tensor.default(sizes[i] - k[i], dtype=torch.int64),
                                             start)
                 else:
                     start = aten.expand.default(aten.scalar_tensor.default(sizes[i] - k[i], dtype=torch.int64,
                                                                            device=x.device), [n, c, 1])
-                pos = aten.add.Tensor(aten.unsqueeze.default(start, -1), _arange(k[i], x.device))  # [n, c, O, K]
+                pos = aten.add.Tensor(aten.unsqueeze.default(start, -1), arange(k[i], x.device))  # [n, c, O, K]
                 # lay dims out as [n, c, O_1..O_nd, K_1..K_nd] for the flat offset
                 shape = [n, c] + [1] * (2 * nd)
                 shape[2 + i], shape[2 + nd + i] = outs[i], k[i]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ..decomp_common import int_list, zeros
-from ._common import _arange, _select_along, _size_at
+from ..decomp_common import arange, int_list, zeros
+from ._common import _select_along, _size_at
 
 aten = torch.ops.aten
 
@@ -26,8 +26,8 @@ def _im2col(x, kernel_size, dilation, padding, stride):
     xp = aten.constant_pad_nd.default(x, [p[1], p[1], p[0], p[0]], 0.0)
     pos = []
     for i in range(2):  # [K_i, O_i]: kernel offset major, as im2col's channel layout wants
-        j = aten.unsqueeze.default(_arange(k[i], x.device), 1)
-        o = aten.unsqueeze.default(_arange(outs[i], x.device), 0)
+        j = aten.unsqueeze.default(arange(k[i], x.device), 1)
+        o = aten.unsqueeze.default(arange(outs[i], x.device), 0)
         pos.append(aten.add.Tensor(aten.mul.Tensor(j, d[i]), aten.mul.Tensor(o, s[i])))
     y = _select_along(xp, 2, pos[0])          # n, c, kh, oh, W
     y = _select_along(y, 4, pos[1])           # n, c, kh, oh, kw, ow
@@ -46,7 +46,7 @@ def _unfold_copy(x, dimension, size, step):
     if x.numel() == 0 or count * size == 0:
         shape = _size_at(x, dim, count) + [size]
         return zeros(shape, x.dtype, x.device)
-    o = aten.unsqueeze.default(_arange(count, x.device), 1)
-    j = aten.unsqueeze.default(_arange(size, x.device), 0)
+    o = aten.unsqueeze.default(arange(count, x.device), 1)
+    j = aten.unsqueeze.default(arange(size, x.device), 0)
     y = _select_along(x, dim, aten.add.Tensor(aten.mul.Tensor(o, step), j))
     return aten.movedim.int(y, dim + 1, -1)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ..decomp_common import zeros
-from ._common import _acc_dtype, _arange, _cast
+from ..decomp_common import arange, zeros
+from ._common import _acc_dtype, _cast
 
 aten = torch.ops.aten
 
@@ -19,8 +19,8 @@ def _aa_weights(n_in: int, n_out: int, align_corners: bool, scale_arg, device):
     else:
         scale = 1.0 / scale_arg if scale_arg is not None and scale_arg > 0 else n_in / n_out
     invscale = 1.0 / scale if scale >= 1.0 else 1.0
-    i = _cast(aten.unsqueeze.default(_arange(n_out, device), 1), torch.float32)
-    j = _cast(aten.unsqueeze.default(_arange(n_in, device), 0), torch.float32)
+    i = _cast(aten.unsqueeze.default(arange(n_out, device), 1), torch.float32)
+    j = _cast(aten.unsqueeze.default(arange(n_in, device), 0), torch.float32)
     center = aten.mul.Tensor(aten.add.Tensor(i, 0.5), scale)
     x = aten.mul.Tensor(aten.add.Tensor(aten.sub.Tensor(j, center), 0.5), invscale)
     w = aten.clamp_min.default(aten.rsub.Scalar(aten.abs.default(x), 1.0), 0.0)

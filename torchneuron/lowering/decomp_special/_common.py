@@ -1,4 +1,5 @@
-"""Dtype rules, constants and the Horner evaluator shared by the special-function decompositions."""
+"""Dtype rules and constants shared by the special-function decompositions (the Horner evaluator,
+``polevl``, is in ``lowering/decomp_common.py``)."""
 
 from __future__ import annotations
 
@@ -29,14 +30,6 @@ def _unary(fn: Callable) -> Callable:
 
 def _binary_dtypes(a, b) -> tuple[torch.dtype, torch.dtype]:
     return _compute_dtype(torch.result_type(a, b))
-
-
-def _polevl(x, coeffs):
-    """Horner evaluation, highest-degree coefficient first (Cephes ``polevl``)."""
-    acc = torch.full_like(x, coeffs[0])
-    for c in coeffs[1:]:
-        acc = acc * x + c
-    return acc
 
 
 def _eps(x) -> float:

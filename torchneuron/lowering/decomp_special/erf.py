@@ -6,7 +6,8 @@ import math
 
 import torch
 
-from ._common import _INF, _NAN, _polevl
+from ..decomp_common import polevl
+from ._common import _INF, _NAN
 
 
 def _exp_sq(x, sign: float):
@@ -38,10 +39,10 @@ _ERFCX_S = [1.0, 2.26052863220117276590E0, 9.39603524938001434673E0, 1.204895398
 def _erfcx_nonneg(x):
     """erfcx(x) for x >= 0 (other x give garbage, masked by callers)."""
     small = _exp_sq(x, 1.0) * (1.0 - torch.erf(x))       # |x| < 0.5: erfc has no cancellation there
-    mid = _polevl(x, _ERFCX_P) / _polevl(x, _ERFCX_Q)
+    mid = polevl(x, _ERFCX_P) / polevl(x, _ERFCX_Q)
     z = 1.0 / torch.clamp(x, min=8.0)
     # R(x)/S(x) = z * R'(z)/S'(z) with the coefficient lists reversed (degrees 5 and 6)
-    large = z * _polevl(z, _ERFCX_R[::-1]) / _polevl(z, _ERFCX_S[::-1])
+    large = z * polevl(z, _ERFCX_R[::-1]) / polevl(z, _ERFCX_S[::-1])
     return torch.where(x < 0.5, small, torch.where(x < 8.0, mid, large))
 
 
@@ -88,10 +89,10 @@ def _ndtri(p):
     ndtri(0) = -inf, ndtri(1) = inf, nan outside [0, 1]."""
     q = p - 0.5
     r = q * q
-    central = q * _polevl(r, _NDTRI_A) / _polevl(r, _NDTRI_B)
+    central = q * polevl(r, _NDTRI_A) / polevl(r, _NDTRI_B)
     m = torch.minimum(p, 1.0 - p).clamp(min=torch.finfo(p.dtype).tiny)
     t = torch.sqrt(-2.0 * torch.log(m))
-    tail = _polevl(t, _NDTRI_C) / _polevl(t, _NDTRI_D)
+    tail = polevl(t, _NDTRI_C) / polevl(t, _NDTRI_D)
     tail = torch.where(p < 0.5, tail, -tail)
     out = torch.where((p > 0.02425) & (p < 0.97575), central, tail)
     out = torch.where(p == 0.0, -_INF, torch.where(p == 1.0, _INF, out))
@@ -103,10 +104,10 @@ def _erfinv(x):
     2010), a polynomial in w = -log(1 - x**2) (shifted) or sqrt(w) in the tails; +-1 -> +-inf, nan outside."""
     w = -torch.log((1.0 - x) * (1.0 + x))
     w1 = w - 2.5
-    p1 = _polevl(w1, [2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+    p1 = polevl(w1, [2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
                       -0.00125372503, -0.00417768164, 0.246640727, 1.50140941])
     w2 = torch.sqrt(w.clamp(min=5.0)) - 3.0
-    p2 = _polevl(w2, [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+    p2 = polevl(w2, [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
                       -0.0076224613, 0.00943887047, 1.00167406, 2.83297682])
     out = torch.where(w < 5.0, p1, p2) * x
     return torch.where(x.abs() == 1.0, x * _INF, out)

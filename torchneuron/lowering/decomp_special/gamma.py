@@ -7,7 +7,8 @@ import math
 
 import torch
 
-from ._common import _INF, _NAN, _compute_dtype, _polevl
+from ..decomp_common import polevl
+from ._common import _INF, _NAN, _compute_dtype
 from .zeta import _zeta
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -42,7 +43,7 @@ def _lgamma_stirling(z):
     """Stirling's series for z >= 8 (error < 1e-12): (z-1/2)(log z - 1) + (log(2 pi) - 1)/2 + sum B2k/..."""
     r = 1.0 / z
     r2 = r * r
-    series = r * _polevl(r2, [-1.0 / 1680, 1.0 / 1260, -1.0 / 360, 1.0 / 12])
+    series = r * polevl(r2, [-1.0 / 1680, 1.0 / 1260, -1.0 / 360, 1.0 / 12])
     return (z - 0.5) * (torch.log(z) - 1.0) + (_LOG_SQRT_2PI - 0.5) + series
 
 
@@ -60,7 +61,7 @@ def _lgamma_pos(x):
     lo = x < 1.5
     # t = (argument moved to [1.5, 2.5)) - 2, formed without rounding: x - 1 and y - 2 are exact there
     t = torch.where(x < 0.5, x, torch.where(lo, x - 1.0, y - 2.0))
-    core = t * _polevl(t, coeffs)
+    core = t * polevl(t, coeffs)
     shifted = core + torch.log(prod)
     one_up = core - torch.log1p(x - 1.0)
     two_up = core - torch.log(x * (x + 1.0))
@@ -70,7 +71,7 @@ def _lgamma_pos(x):
 
 def _lgamma1p(a):
     """lgamma(1 + a) for |a| <= 1/2 without rounding 1 + a: the series about 2 at t = a, minus log1p(a)."""
-    return a * _polevl(a, _lgamma2_coeffs()) - torch.log1p(a)
+    return a * polevl(a, _lgamma2_coeffs()) - torch.log1p(a)
 
 
 def _lgamma(x):
@@ -93,7 +94,7 @@ def _digamma_pos(x, steps: int = 10):
         acc = torch.where(small, acc - 1.0 / x, acc)
         x = torch.where(small, x + 1.0, x)
     z = 1.0 / (x * x)
-    tail = z * _polevl(z, [8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
+    tail = z * polevl(z, [8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
                            -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
                            8.33333333333333333333E-2])
     return acc + torch.log(x) - 0.5 / x - tail

@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import torch
 
-from ._common import _INF, _NAN, _binary_dtypes, _polevl
+from ..decomp_common import polevl
+from ._common import _INF, _NAN, _binary_dtypes
 from .erf import _erfcx_nonneg
 from .gamma import _lgamma, _lgamma1p
 
@@ -34,7 +35,7 @@ def _log1pmx(m):
     m - log1p(m) = m**2 / (2 + m) - 2 (t**3/3 + t**5/5 + ...) (|t| <= 1/3 for |m| <= 1/2)."""
     t = m / (2.0 + m)
     t2 = t * t
-    odd = _polevl(t2, [1.0 / k for k in range(17, 2, -2)])  # 1/17 ... 1/3
+    odd = polevl(t2, [1.0 / k for k in range(17, 2, -2)])  # 1/17 ... 1/3
     small = m * m / (2.0 + m) - 2.0 * t * t2 * odd
     return torch.where(m.abs() < 0.5, small, m - torch.log1p(m))
 
@@ -52,10 +53,10 @@ def _igamma_temme(a, x):
     # closed forms cancel badly near eta = 0 (the series take over there); keep their denominators non-zero
     e_ = torch.where(near, 1.0, eta)
     m_ = torch.where(near, 1.0, mu)
-    c0 = torch.where(near, _polevl(eta, _TEMME_C0[::-1]), 1.0 / m_ - 1.0 / e_)
-    c1 = torch.where(near, _polevl(eta, _TEMME_C1[::-1]),
+    c0 = torch.where(near, polevl(eta, _TEMME_C0[::-1]), 1.0 / m_ - 1.0 / e_)
+    c1 = torch.where(near, polevl(eta, _TEMME_C1[::-1]),
                      1.0 / e_ ** 3 - 1.0 / m_ ** 3 - 1.0 / m_ ** 2 - 1.0 / (12.0 * m_))
-    c2 = torch.where(near, _polevl(eta, _TEMME_C2[::-1]),
+    c2 = torch.where(near, polevl(eta, _TEMME_C2[::-1]),
                      -3.0 / e_ ** 5 + (1.0 + m_) * (3.0 / m_ ** 5 + 2.0 / m_ ** 4 + 1.0 / (12.0 * m_ ** 3))
                      + 1.0 / (288.0 * m_))
     series = (c0 + (c1 + c2 / a) / a) / torch.sqrt(2.0 * math.pi * a)
