@@ -10,7 +10,7 @@
   engine's device thread; with its own OpenMP team there, libgomp throttles spin-waiting for every team and
   the bmm took ~7 ms instead of ~1.4 ms (CPU tensors too). TORCHNEURON_AUTOGRAD_THREADS=1 (the default) keeps
   one team, at the price of a single-threaded backward (docs/eager.md)
-- ops_per_step: how many ATen ops one neuron training step runs through the host fallback, so the ratio can
+- ops_per_step: how many ATen ops one neuron training step runs through the host path, so the ratio can
   be read as (fixed per-op overhead x ops) + kernel time
 """
 

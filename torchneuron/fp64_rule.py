@@ -5,7 +5,7 @@ and its float64 results are stored back as float64 (float32 precision), as on a 
 move, select or materialise data are exempt: a NeuronCore moves float64 bytes untouched (DMA copies are
 bit-exact whatever the dtype), so converting their arguments would lose bits the hardware keeps.
 
-The rule is applied in one place, the device layer's boxed fallback (``csrc/aten/native/Fp64Emulation.cpp``),
+The rule is applied in one place, the device layer's boxed host kernel (``csrc/aten/native/Fp64Emulation.cpp``),
 in front of whichever executor runs the op: the host kernel (the default) or the lowered-eager executor
 (``TORCHNEURON_EAGER=lowered``, ``programs/strict_eager.py``), so the two modes give the same bits. This module
 owns the table and the mode and hands both to it at import; compiled graphs (``dynamo/fx_passes.py``) read

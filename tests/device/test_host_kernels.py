@@ -1,4 +1,4 @@
-"""The unboxed host kernels (csrc/aten/native/HostKernel.h) behave exactly like the boxed fallback they speed
+"""The unboxed host kernels (csrc/aten/native/HostKernel.h) behave exactly like the boxed host kernel they speed
 up: same values, in-place identity, out= resizing, aliasing, device checks, float64 emulation, op counts."""
 
 import warnings

@@ -43,7 +43,7 @@ def test_every_cuda_only_op_runs_or_is_refused_by_name(op):
     if op.split(".")[0] in IMPLEMENTED:
         assert torch._C._dispatch_has_kernel_for_dispatch_key(name, "PrivateUse1"), op
     else:
-        # No neuron kernel and no CPU kernel: the host fallback is what runs, and it refuses by name.
+        # No neuron kernel and no CPU kernel: the boxed host kernel is what runs, and it refuses by name.
         assert not torch._C._dispatch_has_kernel_for_dispatch_key(name, "PrivateUse1"), op
         assert not torch._C._dispatch_has_computed_kernel_for_dispatch_key(name, "CPU"), op
 

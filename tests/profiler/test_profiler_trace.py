@@ -125,7 +125,7 @@ def test_a_failing_op_leaves_no_event_and_the_session_continues():
     assert [x.name for x in device_activities()] == ["aten::neg"]
 
 
-def test_legacy_marker_fallback_reports_device_time():
+def test_legacy_profiler_markers_report_device_time():
     a = torch.randn(64, 64, device="neuron")
     with torch.autograd.profiler.profile(use_device="neuron", use_kineto=False) as prof:
         (a @ a).relu()

@@ -3,7 +3,7 @@
 fused=True works on neuron without any patch: torch.optim asks
 torch.utils._foreach_utils._get_fused_kernels_supported_devices(), which lists the PrivateUse1 backend's
 name (torch._C._get_privateuse1_backend_name()) once torchneuron renames it to "neuron"; the fused kernels
-(_fused_adam_, _fused_adamw_, _fused_sgd_) then run through the host fallback on the device buffers.
+(_fused_adam_, _fused_adamw_, _fused_sgd_) then run through the host path on the device buffers.
 """
 
 from __future__ import annotations
