@@ -56,8 +56,16 @@ uint64_t Queue::submit(std::function<void()> work, bool async) {
   if (!async || launchBlocking()) {
     drain();
     work();  // inline: the queue is drained, so running now keeps submission order
-    uint64_t seq = submitted_.fetch_add(1) + 1;
-    completed_.store(seq, std::memory_order_release);
+    // The seq is taken after the work ran, under the lock, so no thread ever waits for an inline seq that
+    // is still running; async work other threads submitted meanwhile keeps completed_ below this seq until it
+    // has run too.
+    uint64_t seq;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      seq = submitted_.fetch_add(1) + 1;
+      markCompleteLocked(seq);
+    }
+    done_cv_.notify_all();
     return seq;
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -82,6 +90,20 @@ void Queue::waitFor(const std::shared_ptr<Queue>& other, uint64_t seq) {
       /*async=*/true);
 }
 
+void Queue::markCompleteLocked(uint64_t seq) {
+  uint64_t done = completed_.load(std::memory_order_relaxed);
+  if (seq != done + 1) {
+    finished_early_.insert(seq);
+    return;
+  }
+  done = seq;
+  while (!finished_early_.empty() && *finished_early_.begin() == done + 1) {
+    finished_early_.erase(finished_early_.begin());
+    ++done;
+  }
+  completed_.store(done, std::memory_order_release);
+}
+
 void Queue::waitUntil(uint64_t seq) {
   if (isComplete(seq)) {
     return;
@@ -95,7 +117,7 @@ void Queue::drain() {
     waitUntil(submitted_.load());
   }
   reapFinished();
-  if (error_) {
+  if (has_error_.load(std::memory_order_acquire)) {
     rethrowPendingError();
   }
 }
@@ -105,6 +127,7 @@ void Queue::rethrowPendingError() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     std::swap(err, error_);
+    has_error_.store(false, std::memory_order_release);
   }
   if (err) {
     std::rethrow_exception(err);
@@ -127,11 +150,12 @@ void Queue::workerLoop() {
       std::lock_guard<std::mutex> elock(mutex_);
       if (!error_) {
         error_ = std::current_exception();  // surfaces at the next synchronisation point, as on hardware
+        has_error_.store(true, std::memory_order_release);
       }
     }
     lock.lock();
     finished_.push_back(std::move(work));
-    completed_.store(seq, std::memory_order_release);
+    markCompleteLocked(seq);
     done_cv_.notify_all();
   }
 }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +34,8 @@ class Queue {
   // Blocks until everything submitted so far has run; rethrows the first error raised by async work.
   void drain();
   // Cheap check used before every inline kernel: true when no submitted work is outstanding.
+  // completed_ only ever names a prefix of the sequence (every seq <= completed_ has run), so this and
+  // isComplete hold however many threads submit at once.
   bool idle() const {
     return completed_.load(std::memory_order_acquire) == submitted_.load(std::memory_order_acquire);
   }
@@ -48,6 +51,10 @@ class Queue {
   // Destroys the closures of completed async work on the calling (user) thread: what they keep alive may be
   // tensors whose release needs the Python GIL, which the worker thread must never wait for.
   void reapFinished();
+  // Records that `seq` ran and advances completed_ over every contiguous finished seq. Work finishes out of
+  // order when several threads submit to one queue (inline work runs on each caller's thread, async work on
+  // the worker), so a finished seq above the prefix waits in finished_early_. Caller holds mutex_.
+  void markCompleteLocked(uint64_t seq);
 
   const std::string name_;
   std::atomic<uint64_t> submitted_{0};
@@ -57,9 +64,12 @@ class Queue {
   std::condition_variable done_cv_;
   std::deque<std::pair<uint64_t, std::function<void()>>> tasks_;
   std::vector<std::function<void()>> finished_;
+  std::set<uint64_t> finished_early_;
   std::thread worker_;
   bool stop_ = false;
   std::exception_ptr error_;
+  // Set with error_ so drain() can skip the lock when no async work failed (the common case).
+  std::atomic<bool> has_error_{false};
 };
 
 // The queues of `devices` devices, `streams` each, named neuron:<d>/stream<s>. A queue starts no thread until
