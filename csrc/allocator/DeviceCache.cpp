@@ -3,9 +3,14 @@
 #include <c10/core/Allocator.h>
 #include <c10/util/Exception.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <string>
 
 #include "allocator/AllocationObserver.h"
@@ -35,24 +40,55 @@ constexpr size_t kMinLargeAlloc = 10 << 20;
 constexpr size_t kRoundLarge = 2 << 20;      // bigger requests get their own segment, rounded to 2 MiB
 constexpr size_t kMaxParkedSize = 64 << 10;  // parked blocks stay small: they keep their neighbours apart
 
-size_t roundSize(size_t n) {
-  return n < kMinBlockSize ? kMinBlockSize : kMinBlockSize * ((n + kMinBlockSize - 1) / kMinBlockSize);
+// Rounds up to a multiple, saturating: a request near 2**64 bytes stays huge (and is refused) instead of
+// wrapping to a small block.
+size_t roundUp(size_t n, size_t multiple) {
+  return n > SIZE_MAX - (multiple - 1) ? SIZE_MAX : multiple * ((n + multiple - 1) / multiple);
 }
+
+size_t roundSize(size_t n) { return n < kMinBlockSize ? kMinBlockSize : roundUp(n, kMinBlockSize); }
 
 size_t segmentSize(size_t n) {
   if (n <= kSmallSize) return kSmallBuffer;
   if (n < kMinLargeAlloc) return kLargeBuffer;
-  return kRoundLarge * ((n + kRoundLarge - 1) / kRoundLarge);
+  return roundUp(n, kRoundLarge);
 }
 
-std::string formatBytes(int64_t bytes) {
+// Unsigned: requests past 2**63 bytes (torch.empty(2**63 - 1)) are sizes too, not negative numbers.
+std::string formatBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   char buf[64];
-  double b = static_cast<double>(bytes);
-  if (bytes < 1024) std::snprintf(buf, sizeof buf, "%lld bytes", static_cast<long long>(bytes));
-  else if (bytes < (1 << 20)) std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024);
-  else if (bytes < (int64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1 << 20));
-  else std::snprintf(buf, sizeof buf, "%.2f GiB", b / (int64_t(1) << 30));
+  if (bytes < 1024) {
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
+    return buf;
+  }
+  double b = static_cast<double>(bytes) / 1024;
+  size_t unit = 0;
+  while (b >= 1024 && unit + 1 < std::size(kUnits)) {
+    b /= 1024;
+    ++unit;
+  }
+  std::snprintf(buf, sizeof buf, "%.2f %s", b, kUnits[unit]);
   return buf;
+}
+
+std::string formatBytes(int64_t bytes) { return formatBytes(static_cast<uint64_t>(std::max<int64_t>(bytes, 0))); }
+
+// The host memory the simulator's device memory comes from: free RAM, and the address-space limit
+// (RLIMIT_AS) when one is set.
+std::string describeHostMemory() {
+  std::string out;
+  const long pages = sysconf(_SC_AVPHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page_size > 0) {
+    out = formatBytes(static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)) + " of host RAM is free";
+  }
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    out += (out.empty() ? "" : ", ") + std::string("the process's address space is limited to ") +
+        formatBytes(static_cast<uint64_t>(limit.rlim_cur)) + " (RLIMIT_AS)";
+  }
+  return out.empty() ? "the host's free memory is unknown" : out;
 }
 } // namespace
 
@@ -217,7 +253,7 @@ Block* DeviceCache::allocateSegment(BlockPool& pool, int stream, size_t size) {
   Runtime& rt = runtime();
   int64_t limit = static_cast<int64_t>(memory_fraction_ * static_cast<double>(rt.capacity(device_)));
   auto reserved = stats_.reserved_bytes[0].current;
-  if (reserved + static_cast<int64_t>(size) > limit) {
+  if (size > static_cast<uint64_t>(std::max<int64_t>(limit - reserved, 0))) {  // unsigned: size may exceed 2**63
     return nullptr;
   }
   void* ptr = rt.allocate(device_, size);
@@ -464,12 +500,29 @@ void DeviceCache::raiseOutOfMemory(size_t requested, size_t alloc_size) {
   std::string limit_note = memory_fraction_ < 1.0
       ? " (limited to " + formatBytes(limit) + " by set_per_process_memory_fraction)"
       : "";
-  c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(requested), static_cast<size_t>(allocated),
-                                   static_cast<size_t>(reserved), c10::Device(c10::DeviceType::PrivateUse1, device_));
+  c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(std::min<size_t>(requested, INT64_MAX)),
+                                   static_cast<size_t>(allocated), static_cast<size_t>(reserved),
+                                   c10::Device(c10::DeviceType::PrivateUse1, device_));
+  // The segment was within the limit and the device's accounting, yet the runtime refused it: on the
+  // simulator, whose device memory is host memory, the host could not supply it. Saying "out of memory" with
+  // 0 bytes allocated would send the user looking for tensors that do not exist.
+  const bool within_limit = alloc_size <= static_cast<uint64_t>(std::max<int64_t>(limit - reserved, 0)) &&
+      alloc_size <= static_cast<uint64_t>(std::max<int64_t>(capacity - rt.bytesInUse(device_), 0));
+  if (within_limit && rt.hostAddressable()) {
+    TORCH_CHECK_WITH(
+        OutOfMemoryError, false,
+        "neuron:", device_, " out of memory: host memory could not back the simulated device memory. The simulator "
+        "keeps neuron:", device_, "'s memory in host memory, and the host refused the ", formatBytes(alloc_size),
+        " segment for a request of ", formatBytes(static_cast<uint64_t>(requested)), " although neuron:", device_,
+        " is below its limit of ", formatBytes(capacity), limit_note, " (", formatBytes(allocated),
+        " is allocated by tensors, ", formatBytes(reserved), " reserved by the caching allocator); ",
+        describeHostMemory(), ". Lower the request, or set TORCHNEURON_SIM_HBM_MB to a simulated HBM size "
+        "the host's memory can back.");
+  }
   TORCH_CHECK_WITH(
       OutOfMemoryError, false,
-      "neuron:", device_, " out of memory: tried to allocate ", formatBytes(static_cast<int64_t>(requested)),
-      " (a ", formatBytes(static_cast<int64_t>(alloc_size)), " segment). neuron:", device_, " has a limit of ",
+      "neuron:", device_, " out of memory: tried to allocate ", formatBytes(static_cast<uint64_t>(requested)),
+      " (a ", formatBytes(static_cast<uint64_t>(alloc_size)), " segment). neuron:", device_, " has a limit of ",
       formatBytes(capacity), " (", rt.target().name, " HBM per logical NeuronCore)", limit_note, "; ",
       formatBytes(allocated), " is allocated by tensors and ", formatBytes(reserved),
       " is reserved by the caching allocator (", formatBytes(reserved - allocated),

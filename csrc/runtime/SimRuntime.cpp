@@ -41,7 +41,7 @@ void* SimRuntime::allocate(int device, size_t bytes) {
   checkDevice(device);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (in_use_[device] + static_cast<int64_t>(bytes) > hbm_bytes_) {
+    if (bytes > static_cast<uint64_t>(hbm_bytes_ - in_use_[device])) {  // unsigned: bytes may exceed 2**63
       return nullptr;
     }
     in_use_[device] += static_cast<int64_t>(bytes);

@@ -1,5 +1,7 @@
 """Caching allocator statistics behave as torch.cuda's do."""
 
+import re
+
 import pytest
 import torch
 
@@ -128,3 +130,40 @@ def test_reset_accumulated_stats():
     stats = torch.neuron.memory_stats()
     assert stats["allocation.all.allocated"] == 0 and stats["allocation.all.freed"] == 0
     assert stats["num_device_alloc"] == 0
+
+
+def test_oom_for_an_impossible_request_shows_sane_sizes():
+    before = torch.neuron.memory_stats()["num_ooms"]
+    with pytest.raises(torch.OutOfMemoryError) as err:
+        torch.empty(2**63 - 1, dtype=torch.uint8, device="neuron")
+    msg = str(err.value)
+    # 2**63 - 1 bytes rounds to a 2**63-byte segment: once printed as a negative number of bytes
+    assert "neuron:0 out of memory: tried to allocate 8.00 EiB (a 8.00 EiB segment)" in msg
+    assert not re.search(r"-\d", msg), msg
+    assert "has a limit of" in msg and "is allocated by tensors" in msg
+    assert torch.neuron.memory_stats()["num_ooms"] == before + 1
+    x = torch.ones(1000, device="neuron")  # the allocator is unharmed
+    assert x.sum().item() == 1000
+
+
+@pytest.mark.sim_only  # the simulator's device memory is host memory
+def test_oom_when_host_memory_cannot_back_the_simulated_device_says_so():
+    # An address-space limit 1 GiB above what the process uses: a 4 GiB tensor is within neuron:0's limit,
+    # but the host cannot supply it.
+    code = """
+        import resource, torch, torchneuron
+        torch.ones(1, device="neuron").sum().item()  # the runtime and its threads first
+        vm_kib = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (vm_kib * 1024 + (1 << 30), resource.RLIM_INFINITY))
+        try:
+            torch.empty(4 << 30, dtype=torch.uint8, device="neuron")
+        except torch.OutOfMemoryError as e:  # user code that catches OOM keeps working
+            print("OOM", e)
+        print("after", torch.ones(1000, device="neuron").sum().item())
+    """
+    out = run_python(code, timeout=120).stdout
+    msg = out.split("OOM ", 1)[1]
+    assert msg.startswith("neuron:0 out of memory: host memory could not back the simulated device memory"), msg
+    assert "4.00 GiB" in msg and "24.00 GiB" in msg  # the request and neuron:0's limit
+    assert "RLIMIT_AS" in msg and "TORCHNEURON_SIM_HBM_MB" in msg and "Lower the request" in msg
+    assert "after 1000.0" in out

@@ -62,6 +62,34 @@ def test_inputs_written_in_place_numpy_and_torch() -> None:
     np.testing.assert_array_equal(xs, before + 1)
 
 
+def test_a_copied_input_only_read_does_not_undo_writes_through_another_argument() -> None:
+    torch = pytest.importorskip("torch")
+
+    @nki.jit
+    def double_into(src, dst):
+        t = nl.ndarray(src.shape, src.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=src)
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+        nisa.dma_copy(dst=dst, src=t)
+
+    # src (a transpose: copied in) and dst (written in place) are one buffer: the copy of src, which the
+    # kernel only read, must not be written back over dst afterwards
+    x = f32(8, 8)
+    want = x.T * 2
+    nki.simulate(double_into)(x.T, x)
+    np.testing.assert_array_equal(x, want)
+    xt = torch.from_numpy(f32(8, 8))
+    want_t = xt.t() * 2
+    nki.simulate(double_into)(xt.t(), xt)
+    assert torch.equal(xt, want_t)
+    # a copied input the kernel writes part of gets back only what it wrote
+    y = f32(8, 16)
+    before = y.copy()
+    nki.simulate(double_into)(y[:, 8:].T, y[:, :8].T)
+    np.testing.assert_array_equal(y[:, :8], before[:, 8:] * 2)
+    np.testing.assert_array_equal(y[:, 8:], before[:, 8:])
+
+
 def test_lnc_grid() -> None:
     @nki.jit
     def k(x):

@@ -24,13 +24,16 @@ from .errors import ERR_MEMORY, fail
 
 class HostView(NamedTuple):
     """A NumPy view of a caller's array. `writes_through`: writes to `array` are writes to the caller's
-    array (no copy-back needed); otherwise `write_back` copies the kernel's writes back, or is None when
-    the caller's array cannot be written (JAX arrays are immutable). A named tuple: one is made per array
-    argument of every launch, at a third of a frozen dataclass's cost."""
+    array (no copy-back needed); otherwise `write_back(values, written)` copies the elements the kernel wrote
+    (`written`, a bool array of the same shape) back, or is None when the caller's array cannot be written (JAX
+    arrays are immutable). Only written elements: the copy of a strided input the kernel only read must not
+    overwrite what the kernel stored through another argument over the same memory (an in-place op whose
+    output is its transposed input). A named tuple: one is made per array argument of every launch, at a
+    third of a frozen dataclass's cost."""
 
     array: np.ndarray
     writes_through: bool
-    write_back: Callable[[np.ndarray], None] | None = None
+    write_back: Callable[[np.ndarray, np.ndarray], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,8 @@ def _numpy_view(arr: np.ndarray, name: str) -> HostView:
         return HostView(arr, True)
     copy = np.ascontiguousarray(arr).copy()
 
-    def back(new: np.ndarray) -> None:
-        arr[...] = new.reshape(arr.shape)
+    def back(new: np.ndarray, written: np.ndarray) -> None:
+        np.copyto(arr, new.reshape(arr.shape), where=written.reshape(arr.shape))
     return HostView(copy, False, back if arr.flags.writeable else None)
 
 
@@ -94,8 +97,9 @@ def _torch_view(t: Any, name: str) -> HostView:
     if flat is t:
         return HostView(arr, True)
 
-    def back(new: np.ndarray) -> None:
-        t.copy_(_numpy_to_torch(new.reshape(t.shape)))
+    def back(new: np.ndarray, written: np.ndarray) -> None:
+        values = _numpy_to_torch(new.reshape(t.shape))
+        t.copy_(torch.where(torch.from_numpy(np.ascontiguousarray(written.reshape(t.shape))), values, t))
     return HostView(arr, False, back)
 
 

@@ -90,7 +90,8 @@ def _wrap_input(value: Any, buffer: Any, name: str) -> _Input | None:
             raise fail(ERR_MEMORY, f"kernel input {name!r} is float64; NeuronCores have no 64-bit types.",
                        "pass float32 (or bfloat16) arrays: arr.astype(np.float32).")
         dt = dtypes.as_dtype(dt)
-    st = Storage(arr.shape, dt, buffer, name, 0, data=arr.reshape(-1))
+    # a copied input remembers what the kernel wrote: only that goes back (HostView.write_back)
+    st = Storage(arr.shape, dt, buffer, name, 0, data=arr.reshape(-1), track_writes=not view.writes_through)
     return _Input(value, view, Tile.whole(st), kind)
 
 
@@ -152,7 +153,7 @@ def _convert(result: Any, kind: host_arrays.HostKind) -> Any:
     return result
 
 
-def _check_outputs(func: Callable[..., Any], outs: list[NkiTensor], api: str) -> None:
+def _check_outputs(func: Callable[..., Any], outs: list[NkiTensor], api: str, inputs: list[_Input]) -> None:
     for t in outs:
         # NKI 0.3 made shared_hbm mandatory for outputs; legacy kernels may return nl.hbm tensors
         if t.buffer != SHARED_HBM and not (api == "legacy" and t.buffer.is_hbm):
@@ -160,7 +161,9 @@ def _check_outputs(func: Callable[..., Any], outs: list[NkiTensor], api: str) ->
                            "allocated in shared_hbm.", "allocate it with nl.ndarray(shape, dtype, "
                            "buffer=nl.shared_hbm), store the result into it and return it.",
                            _kernel_location(func, True))
-        if t.storage.written is None:
+        # an input returned is the caller's memory, not a fresh output: what it holds unwritten is defined
+        written = t.storage.written  # views of a storage share its flags: the identity finds an input's views
+        if written is None or any(written is item.tensor.storage.written for item in inputs):
             continue
         seen = t.written_values()
         if not seen.any():
@@ -270,7 +273,11 @@ def _write_back(inputs: list[_Input]) -> None:
     """Inputs the simulator had to copy (non-contiguous arrays and tensors) get the kernel's writes back."""
     for item in inputs:
         if not item.view.writes_through and item.view.write_back is not None:
-            item.view.write_back(item.tensor.storage.data.reshape(item.view.array.shape))
+            st = item.tensor.storage
+            written = st.written
+            if written is not None and written.any():
+                shape = item.view.array.shape
+                item.view.write_back(st.data.reshape(shape), written.reshape(shape))
 
 
 def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], grid: tuple[GridDim, ...] = (),
@@ -328,7 +335,7 @@ def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     else:
         finished = [program(i) for i in range(len(programs))]
     results = finished[0][1]  # every program returns the same shared_hbm outputs
-    _check_outputs(func, _outputs(results), api)
+    _check_outputs(func, _outputs(results), api, inputs)
     _write_back(inputs)
     if checked is not None:
         report = checked.copy()  # the caller's own, as a checked launch's is

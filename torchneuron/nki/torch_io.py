@@ -254,8 +254,8 @@ class TorchIO:
         if not host.is_contiguous():  # the simulator's storages are flat: copy in, copy the kernel's writes back
             arr = _numpy_view(host.contiguous())
 
-            def back(new: np.ndarray) -> None:
-                _numpy_view(host)[...] = new.reshape(host.shape)
+            def back(new: np.ndarray, written: np.ndarray) -> None:
+                np.copyto(_numpy_view(host), new.reshape(host.shape), where=written.reshape(host.shape))
             return HostView(arr, False, back)
         arr = _numpy_view(host)
         self._owners[host.data_ptr()] = (t, arr.nbytes)  # the view's address (cheaper than NumPy's)

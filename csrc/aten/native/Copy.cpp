@@ -3,6 +3,7 @@
 // conversions and strided layouts run the host copy kernel: on zero-copy aliases on the simulator, through
 // host copies of the storages on nrt (HostStaging.h).
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <c10/util/Exception.h>
 
 #include "aten/native/HostAlias.h"
@@ -32,9 +33,23 @@ const void* bytesOf(const at::Tensor& t) {
 void* mutableBytesOf(const at::Tensor& t) {
   return static_cast<char*>(t.storage().mutable_data()) + t.storage_offset() * t.itemsize();
 }
+
+// ATen's copy_ early return for a view of the very bytes it would write (x.copy_(x[:])): nothing to do.
+bool isSameData(const at::Tensor& src, const at::Tensor& dst) {
+  return dst.is_alias_of(src) && dst.storage_offset() == src.storage_offset() && dst.strides().equals(src.strides()) &&
+      dst.sizes().equals(src.sizes()) && dst.scalar_type() == src.scalar_type() && dst.is_conj() == src.is_conj() &&
+      dst.is_neg() == src.is_neg();
+}
 } // namespace
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  // ATen's copy_ hands a neuron tensor to _copy_from before its own checks, which run only for devices it
+  // copies itself: they are made here, in the same order and with the same errors as the CPU's, in every
+  // direction. Without them a byte copy between overlapping views (x.copy_(x.t())) silently mixed old and new
+  // values.
+  if (isSameData(self, dst)) return dst;
+  at::assert_no_internal_overlap(dst);
+  at::assert_no_partial_overlap(dst, self);
   if (dst.numel() == 0) return dst;
   Runtime& rt = runtime();
   const bool src_dev = self.device().is_privateuseone();

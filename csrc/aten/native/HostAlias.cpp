@@ -63,6 +63,10 @@ at::Tensor hostAlias(const at::Tensor& t) {
   return tensorOver(aliasStorage(t.storage()), t);
 }
 
+at::Tensor hostAliasOver(c10::StorageImpl* alias_storage, const at::Tensor& t) {
+  return tensorOver(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(alias_storage), t);
+}
+
 CachedAlias* lendHostAlias(AliasCache& cache, const at::Tensor& t, at::Tensor& owned) {
   const c10::Storage& storage = t.storage();
   const c10::StorageImpl* device = storage.unsafeGetStorageImpl();

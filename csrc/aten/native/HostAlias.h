@@ -8,6 +8,9 @@ namespace torchneuron {
 // A CPU tensor over the same bytes as `t` (same sizes, strides, offset). Its storage does not own the
 // memory; if a kernel grows it, the new bytes come from device memory (see HostOutputAllocator).
 at::Tensor hostAlias(const at::Tensor& t);
+// A CPU tensor with the geometry of `t` over `alias_storage`, an existing host alias of t's storage (one host
+// storage per neuron storage in a call, so the CPU kernel sees which arguments share memory).
+at::Tensor hostAliasOver(c10::StorageImpl* alias_storage, const at::Tensor& t);
 
 // One entry of the per-thread cache of recent host aliases, by device storage. While `lent`, one host call
 // refers to `tensor` without holding a reference (each copy of a tensor is two atomic reference-count updates);

@@ -59,6 +59,8 @@ at::Tensor HostCall::stage(const at::Tensor& t, bool written) {
 size_t HostCall::toHostIndex(const at::Tensor& t, bool written) {
   // One tensor passed twice (x.add_(x), out=self) stays one host tensor, so the kernel sees the aliasing
   // (TensorIterator's in-place shape check, overlap checks) exactly as on the CPU.
+  const c10::StorageImpl* device_storage = t.has_storage() ? t.storage().unsafeGetStorageImpl() : nullptr;
+  const Pair* same_storage = nullptr;
   for (size_t i = 0; i < pairs_.size(); ++i) {
     Pair& p = pairs_[i];
     if (p.original->unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) {
@@ -68,11 +70,20 @@ size_t HostCall::toHostIndex(const at::Tensor& t, bool written) {
       }
       return i;
     }
+    if (same_storage == nullptr && device_storage != nullptr && p.original->has_storage() &&
+        p.original->storage().unsafeGetStorageImpl() == device_storage) {
+      same_storage = &p;
+    }
   }
   at::Tensor owned;
   CachedAlias* lent = nullptr;
   if (staged_) {
     owned = stage(t, written);
+  } else if (same_storage != nullptr) {
+    // Views of one neuron storage (x and x.t(), out=x[1:]) become views of one host storage, so the CPU
+    // kernel's overlap checks see them: the alias cache alone gives a fresh host storage once its entries
+    // are all lent (a call over more storages than it holds), and the overlap went unseen.
+    owned = hostAliasOver(same_storage->alias_storage, t);
   } else {
     lent = lendHostAlias(thread_.aliases, t, owned);
   }
