@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.torchneuron-installed
 CSRC   := $(shell find csrc -name '*.cpp' -o -name '*.h')
 
-.PHONY: demo test test-all lint conformance bench info install clean
+.PHONY: demo test test-all lint conformance conformance-lowered bench info install clean
 
 demo: install
 	$(PY) -m torchneuron demo
@@ -22,6 +22,10 @@ test-all: install lint
 
 conformance: install
 	$(PY) -m tests.conformance.report
+
+# the same checks in strict eager mode (TORCHNEURON_EAGER=lowered): every op through StableHLO + XLA:CPU
+conformance-lowered: install
+	$(PY) -m tests.conformance.report --eager lowered
 
 bench: install
 	mkdir -p bench-results

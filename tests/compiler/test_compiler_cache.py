@@ -132,3 +132,66 @@ def test_concurrent_processes_compile_once(tmp_path):
     results = [json.loads(p.communicate()[0]) for p in procs]
     assert sum(r["stats"]["compiles"] for r in results) == 1
     assert sum(r["stats"]["hits_disk"] for r in results) == 2
+
+
+_READ_ONLY_CHILD = textwrap.dedent("""
+    import json, sys, warnings
+    from torchneuron.compiler.cache import CompileCache
+    warnings.simplefilter("always")
+    cache = CompileCache(sys.argv[1])
+    with warnings.catch_warnings(record=True) as caught:
+        got = [cache.get_or_compile(k, lambda k=k: f"new {k[:2]}".encode(), bytes).decode() for k in sys.argv[2:]]
+        got += [cache.get_or_compile(k, lambda: b"again", bytes).decode() for k in sys.argv[2:]]
+    print(json.dumps({"got": got, "stats": cache.stats, "warnings": [str(w.message) for w in caught]}))
+""")
+
+
+def _in_read_only(root, *keys):
+    from tests.helpers import python_env
+    from tests.read_only import read_only_command
+
+    argv = read_only_command(str(root), [sys.executable, "-c", _READ_ONLY_CHILD, str(root), *keys])
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=python_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_read_only_directory_serves_hits_and_compiles_misses_with_one_warning(tmp_path):
+    hit, miss1, miss2 = "a1" + "0" * 62, "b2" + "0" * 62, "c3" + "0" * 62
+    CompileCache(tmp_path).get_or_compile(hit, lambda: b"warm", bytes)
+    out = _in_read_only(tmp_path, hit, miss1, miss2)
+    assert out["got"] == ["warm", "new b2", "new c3", "warm", "new b2", "new c3"]
+    assert out["stats"] == {"hits_memory": 3, "hits_disk": 1, "compiles": 2}
+    (warning,) = out["warnings"]
+    assert str(tmp_path) in warning and "TORCHNEURON_CACHE_DIR" in warning
+
+
+def test_unwritable_directory_is_reported_once_and_never_raises(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    cache = CompileCache(blocker / "cache")              # cannot be created, even by root
+    with pytest.warns(UserWarning, match="not writable") as caught:
+        for k in ("d4" + "0" * 62, "e5" + "0" * 62):
+            assert cache.get_or_compile(k, lambda: b"x", bytes) == b"x"
+    assert len([w for w in caught if "compile cache" in str(w.message)]) == 1
+    assert cache.stats["compiles"] == 2
+
+
+def test_entry_that_became_a_directory_is_rewritten(tmp_path):
+    key = "f6" + "0" * 62
+    (tmp_path / "f6" / f"{key}.bin" / "junk").mkdir(parents=True)
+    with pytest.warns(UserWarning, match="cannot read entry"):
+        assert CompileCache(tmp_path).get_or_compile(key, lambda: b"fresh", bytes) == b"fresh"
+    fresh = CompileCache(tmp_path)                       # the next process reads it instead of recompiling
+    assert fresh.get_or_compile(key, lambda: b"unused", bytes) == b"fresh"
+    assert fresh.stats == {"hits_memory": 0, "hits_disk": 1, "compiles": 0}
+
+
+def test_entry_that_became_a_directory_in_a_read_only_cache_is_bypassed(tmp_path):
+    key = "a7" + "0" * 62
+    (tmp_path / "a7" / f"{key}.bin").mkdir(parents=True)
+    out = _in_read_only(tmp_path, key)
+    assert out["got"] == ["new a7", "new a7"]              # compiled once, then served from memory
+    assert out["stats"]["compiles"] == 1
+    (warning,) = out["warnings"]
+    assert str(tmp_path) in warning and "TORCHNEURON_CACHE_DIR" in warning

@@ -4,12 +4,17 @@
     python -m tests.conformance.report --full          # every op in op_db, every dtype the op has
     python -m tests.conformance.report --full --dtypes float32,bfloat16 --json out.json
     python -m tests.conformance.report --ops add,mm --kinds sample,grad -v
+    python -m tests.conformance.report --eager lowered # strict eager: every op through StableHLO + XLA:CPU
 
 A sample counts once per kind of check (sample, noncontig, out, inplace, grad). "pass %" is
 pass / (pass + fail): skips are samples a check does not apply to (no out= form, the CPU itself rejects
 the sample, an entry in known_failures.SKIP). Failures listed in known_failures.XFAIL are counted as
 failures (they are real) and reported apart from unexpected ones; the exit status is 1 when any failure is
 unexpected.
+
+``--eager lowered`` runs the same checks with ``TORCHNEURON_EAGER=lowered`` (strict eager mode), so that mode
+has a pass rate of its own; ``--eager`` defaults to the environment's ``TORCHNEURON_EAGER`` (host). Ops with
+no lowering still run (on the host, as the mode does) and are counted like any other; their number is printed.
 
 The ops run in a worker process; if an op kills it (a crash is a bug, and must not hide the other ops'
 results), the op is counted as failed ("crashed") and a new worker continues with the next op.
@@ -50,6 +55,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-samples", type=int, default=None, help="cap samples per (op, dtype, kind)")
     p.add_argument("--json", default="", help="write the counts and every failing sample here")
     p.add_argument("-v", "--verbose", action="store_true", help="print every failing sample")
+    p.add_argument("--eager", choices=("host", "lowered"), default=os.environ.get("TORCHNEURON_EAGER") or "host",
+                   help="eager executor under test (TORCHNEURON_EAGER; default: host)")
     p.add_argument("--in-process", action="store_true", help="no worker process (a crash ends the run)")
     p.add_argument("--worker", default="", help=argparse.SUPPRESS)  # internal: JSON-lines output path
     p.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
@@ -98,6 +105,7 @@ def _units(ops, dtypes) -> list[tuple[int, torch.dtype]]:
 
 def _worker(args: argparse.Namespace) -> int:
     harness.quiet_warnings()
+    _use_eager(args.eager)
     ops, dtypes, kinds = _selection(args)
     units = _units(ops, dtypes)
     with open(args.worker, "a") as out:
@@ -110,18 +118,36 @@ def _worker(args: argparse.Namespace) -> int:
                 out.write(json.dumps(record) + "\n")
             out.write(json.dumps({"end": u}) + "\n")
             out.flush()
+        out.write(json.dumps({"fallback_ops": _fallback_ops()}) + "\n")
     return 0
 
 
-def _run_isolated(args: argparse.Namespace, argv: list[str], n_units: int, kinds) -> list[dict]:
+def _use_eager(mode: str) -> None:
+    """Switches this process to ``mode``; torchneuron read TORCHNEURON_EAGER at import, before the flag."""
+    os.environ["TORCHNEURON_EAGER"] = mode
+    from torchneuron.programs import strict_eager
+
+    strict_eager.install(mode == "lowered")
+
+
+def _fallback_ops() -> list[str]:
+    from torchneuron.programs import fallbacks
+
+    return fallbacks.fallback_ops()
+
+
+def _run_isolated(args: argparse.Namespace, argv: list[str], n_units: int, kinds,
+                  fallback_ops: set[str]) -> list[dict]:
     fd, path = tempfile.mkstemp(prefix="tn-conformance-", suffix=".jsonl")
     os.close(fd)
     records: list[dict] = []
     start = 0
+    env = {**os.environ, "TORCHNEURON_EAGER": args.eager}
     try:
         while start < n_units:
             cmd = [sys.executable, "-m", "tests.conformance.report", *argv, "--worker", path, "--start", str(start)]
-            proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=_ROOT)
+            proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=_ROOT,
+                                  env=env)
             begun, ended = None, set()
             with open(path) as f:
                 lines = [json.loads(line) for line in f if line.strip()]
@@ -131,6 +157,8 @@ def _run_isolated(args: argparse.Namespace, argv: list[str], n_units: int, kinds
                     begun = line
                 elif "end" in line:
                     ended.add(line["end"])
+                elif "fallback_ops" in line:
+                    fallback_ops.update(line["fallback_ops"])
                 else:
                     records.append(line)
             if proc.returncode == 0:
@@ -162,13 +190,16 @@ def main(argv: list[str] | None = None) -> int:
     harness.quiet_warnings()
     ops, dtypes, kinds = _selection(args)
     started = time.time()
+    fallback_ops: set[str] = set()
     if args.in_process:
+        _use_eager(args.eager)
         records = [r for op in ops for r in check_op(op, dtypes, kinds, args.max_samples)]
+        fallback_ops.update(_fallback_ops())
     else:
         passthrough = [a for a in argv if a not in ("-v", "--verbose")]
         passthrough = [a for i, a in enumerate(passthrough)
                        if a != "--json" and (i == 0 or passthrough[i - 1] != "--json")]
-        records = _run_isolated(args, passthrough, len(_units(ops, dtypes)), kinds)
+        records = _run_isolated(args, passthrough, len(_units(ops, dtypes)), kinds, fallback_ops)
 
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     unexpected = []
@@ -184,7 +215,10 @@ def main(argv: list[str] | None = None) -> int:
                 for index, detail in r["failures"]:
                     print(f"FAIL {r['op']} [{r['kind']}, {r['dtype']}] #{index}: {detail}", file=sys.stderr)
 
-    print(f"neuron OpInfo conformance: {len(ops)} ops, checks {','.join(kinds)}, {time.time() - started:.0f}s")
+    print(f"neuron OpInfo conformance ({args.eager} eager): {len(ops)} ops, checks {','.join(kinds)}, "
+          f"{time.time() - started:.0f}s")
+    if args.eager == "lowered":
+        print(f"ATen ops without a lowering that ran on the host instead: {len(fallback_ops)}")
     print(f"{'dtype':<14}{'pass':>8}{'fail':>7}{'known':>7}{'skip':>8}{'pass %':>9}")
     for dtype in dtypes:
         name = str(dtype).replace("torch.", "")
@@ -215,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {line}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"counts": {d: dict(c) for d, c in counts.items()}, "records": records}, f, indent=1)
+            json.dump({"eager": args.eager, "counts": {d: dict(c) for d, c in counts.items()}, "records": records,
+                       "fallback_ops": sorted(fallback_ops)}, f, indent=1)
     return 1 if unexpected else 0
 
 

@@ -5,6 +5,11 @@ directory, fsync, ``os.replace``). Each entry carries a header with a magic stri
 payload; an entry that fails the check (truncated, overwritten, foreign) is deleted and recompiled, with a
 warning, never an error. Compilation of one key is serialised across processes with an ``fcntl`` lock on
 ``<key>.lock``, so N processes that miss together compile once and the others read the result.
+
+A directory that cannot be written (a read-only mount, a container image, a shared CI volume) still serves
+its hits; misses are compiled and kept in memory, with one warning per directory naming it and the variable
+that moves it. An entry that cannot be read at all (it became a directory, a symlink loop) is removed and
+rewritten, or bypassed when the directory is read-only, so it is never recompiled on every call.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import shutil
 import tempfile
 import threading
 import warnings
@@ -35,23 +41,39 @@ def default_cache_dir() -> Path:
     return Path(base) / "torchneuron"
 
 
+# Directories already reported as unwritable: one warning per directory and process, whichever cache saw it.
+_REPORTED_UNWRITABLE: set[Path] = set()
+_REPORTED_LOCK = threading.Lock()
+
+
 class DiskCache:
     """Content-addressed artifact store shared by every process that uses the same directory."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
+        self.writable = True  # until a write fails; then hits are still read and misses stay in memory
 
     def _path(self, key: str, suffix: str) -> Path:
         return self.root / key[:2] / f"{key}{suffix}"
+
+    def _unwritable(self, e: OSError) -> None:
+        self.writable = False
+        with _REPORTED_LOCK:
+            if self.root in _REPORTED_UNWRITABLE:
+                return
+            _REPORTED_UNWRITABLE.add(self.root)
+        warnings.warn(f"torchneuron compile cache: {self.root} is not writable ({e}); programs found there are "
+                      "still used, new ones are compiled and kept in memory for this process only. Set "
+                      f"{_env.CACHE_DIR} to a writable directory to keep them.", stacklevel=4)
 
     def get(self, key: str) -> bytes | None:
         path = self._path(key, ".bin")
         try:
             blob = path.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # no entry, or no cache directory at all
             return None
         except OSError as e:
-            warnings.warn(f"torchneuron compile cache: cannot read {path} ({e}); recompiling", stacklevel=3)
+            self._heal(path, e)
             return None
         payload = blob[_HEADER:]
         checksum = blob[len(_MAGIC):_HEADER]
@@ -63,10 +85,28 @@ class DiskCache:
             return None
         return payload
 
-    def put(self, key: str, payload: bytes) -> None:
+    def _heal(self, path: Path, error: OSError) -> None:
+        """An entry that cannot be read (a directory, a symlink loop): removed, so the recompiled program
+        replaces it; left alone when the directory is read-only (the caller compiles in memory)."""
+        try:
+            _remove(path)
+        except OSError as e:
+            self._unwritable(e)
+            return
+        warnings.warn(f"torchneuron compile cache: cannot read entry {path} ({error}); removed it, recompiling",
+                      stacklevel=4)
+
+    def put(self, key: str, payload: bytes) -> bool:
+        """Stores the entry; False (after one warning per directory) when the directory cannot be written."""
+        if not self.writable:
+            return False
         path = self._path(key, ".bin")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:16]}.", suffix=".tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:16]}.", suffix=".tmp")
+        except OSError as e:
+            self._unwritable(e)
+            return False
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(_MAGIC)
@@ -74,23 +114,52 @@ class DiskCache:
                 f.write(payload)
                 f.flush()
                 os.fsync(f.fileno())
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)  # os.replace cannot overwrite a directory squatting on the entry's name
             os.replace(tmp, path)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            self._unwritable(e)
+            return False
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+        return True
 
     @contextlib.contextmanager
     def lock(self, key: str) -> Iterator[None]:
-        """Exclusive across processes (``fcntl.flock``) and threads (flock is per open file)."""
-        path = self._path(key, ".lock")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a+b") as f:
+        """Exclusive across processes (``fcntl.flock``) and threads (flock is per open file). In a directory
+        that cannot be written there is nothing to protect: no lock, each process compiles for itself."""
+        f = self._open_lock(key)
+        if f is None:
+            yield
+            return
+        with f:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX)
             try:
                 yield
             finally:
                 fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+    def _open_lock(self, key: str) -> Any:
+        if not self.writable:
+            return None
+        path = self._path(key, ".lock")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return open(path, "a+b")  # noqa: SIM115 - closed by lock()
+        except OSError as e:
+            self._unwritable(e)
+            return None
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
 class CompileCache:
@@ -153,11 +222,7 @@ class CompileCache:
             blob = compile()
             self.stats["compiles"] += 1
             exe = load(blob)
-            try:
-                disk.put(key, blob)
-            except OSError as e:
-                warnings.warn(f"torchneuron compile cache: cannot write to {disk.root} ({e}); "
-                              f"set {_env.CACHE_DIR} to a writable directory", stacklevel=2)
+            disk.put(key, blob)  # warns once and keeps going when the directory cannot be written
         return self._remember(key, exe)
 
     def _load_or_none(self, key: str, blob: bytes, load: Callable[[bytes], Any]) -> Any:

@@ -94,7 +94,4 @@ def store(k: str, rec: Record) -> None:
     blob = encode(rec)
     if blob is None:
         return
-    try:
-        driver.default_cache().disk.put(k, blob)
-    except OSError:
-        pass  # an optimisation; the compile cache reports unwritable directories
+    driver.default_cache().disk.put(k, blob)  # an unwritable directory is reported once, by the cache

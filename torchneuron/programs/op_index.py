@@ -117,7 +117,4 @@ def load(key: str) -> dict | None:
 def store(key: str, blob: Any) -> None:
     from ..compiler import driver
 
-    try:
-        driver.default_cache().disk.put(key, blob)
-    except OSError:
-        pass  # the index is an optimisation; the compile cache reports unwritable directories
+    driver.default_cache().disk.put(key, blob)  # an unwritable directory is reported once, by the cache

@@ -1,5 +1,6 @@
 """FSDP2 (fully_shard) on neuron: training matches one process; the mixed-precision policy computes in bf16
-and reduces in fp32; torch.distributed.checkpoint saves and reloads the sharded model."""
+and reduces in fp32; torch.distributed.checkpoint saves (atomically: save_atomic) and reloads the sharded
+model."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
+
+from torchneuron.distributed.checkpoint import save_atomic
 
 
 def sharded(m, mesh, mp=None):
@@ -65,7 +68,8 @@ def checkpoint_round_trip(mesh):
     opt = torch.optim.AdamW(src.parameters(), lr=1e-2)
     train(src, batches(1), step_batches=lambda b: [shard(b)], opt=opt)
     msd, osd = get_state_dict(src, opt)
-    dcp.save({"model": msd, "optim": osd}, checkpoint_id=str(path))
+    save_atomic({"model": msd, "optim": osd}, path)  # dcp.save into a staging directory, renamed on success
+    assert sorted(p.name for p in path.parent.iterdir() if p.name.startswith("ckpt")) == ["ckpt"]
     dst = sharded(model(seed=6), mesh)
     dst_opt = torch.optim.AdamW(dst.parameters(), lr=1e-2)
     train(dst, batches(1, seed=9), step_batches=lambda b: [shard(b)], opt=dst_opt)  # optimizer state exists
