@@ -156,15 +156,16 @@ at::ScalarType widened(at::ScalarType computed) {
 }
 
 at::Tensor toFloat(const at::Tensor& t) {
-  at::Tensor f = t.to(t.scalar_type() == at::kComplexDouble ? at::kComplexFloat : at::kFloat);
-  if (t.unsafeGetTensorImpl()->is_wrapped_number()) f.unsafeGetTensorImpl()->set_wrapped_number(true);
-  return f;
+  return t.to(t.scalar_type() == at::kComplexDouble ? at::kComplexFloat : at::kFloat);
 }
 
-// A float64 (or complex128) tensor argument to convert: on neuron, or a 0-dim host scalar next to them.
+// A float64 (or complex128) tensor argument to convert: on neuron, or a 0-dim host scalar next to them. Never
+// a wrapped Python number (x * 1e-9): it does not decide the result dtype, the converted tensors do, and
+// PyTorch can box a wrapped number back into Python (the lowered executor's arguments) only as double,
+// int64, bool or complex128; a float32 one fails in toPyObject.
 bool convertible(const at::Tensor& t) {
   return t.defined() && (t.scalar_type() == at::kDouble || t.scalar_type() == at::kComplexDouble) &&
-      (t.device().is_privateuseone() || t.dim() == 0);
+      !t.unsafeGetTensorImpl()->is_wrapped_number() && (t.device().is_privateuseone() || t.dim() == 0);
 }
 
 struct WriteBack {
