@@ -68,8 +68,13 @@ std::string describeRow(const int64_t* row) {
 
 } // namespace
 
-MismatchCheck::MismatchCheck(c10::intrusive_ptr<c10d::Backend> exchange, std::string where, int rank, int size)
-    : exchange_(std::move(exchange)), where_(std::move(where)), rank_(rank), size_(size) {}
+MismatchCheck::MismatchCheck(c10::intrusive_ptr<c10d::Backend> exchange, std::string where, std::string failure,
+                             int rank, int size)
+    : exchange_(std::move(exchange)),
+      where_(std::move(where)),
+      failure_(std::move(failure)),
+      rank_(rank),
+      size_(size) {}
 
 void MismatchCheck::agree(const char* op, const std::vector<at::Tensor>& tensors) const {
   auto mine = at::empty({kRow}, at::kLong);
@@ -90,7 +95,15 @@ void MismatchCheck::agree(const char* op, const std::vector<at::Tensor>& tensors
 
   auto all = at::empty({size_ * kRow}, at::kLong);
   c10d::AllgatherOptions opts;
-  exchange_->_allgather_base(all, mine, opts)->wait();
+  try {
+    exchange_->_allgather_base(all, mine, opts)->wait();
+  } catch (const std::exception& e) {
+    const c10::Error* c10_error = dynamic_cast<const c10::Error*>(&e);
+    std::string context = failure_;
+    const auto at = context.find("{what}");
+    if (at != std::string::npos) context.replace(at, 6, op);
+    C10_THROW_ERROR(DistBackendError, context + ": " + (c10_error ? c10_error->what_without_backtrace() : e.what()));
+  }
 
   const int64_t* table = all.data_ptr<int64_t>();
   bool same = true;

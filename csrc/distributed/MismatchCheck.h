@@ -16,9 +16,11 @@ namespace torchneuron::distributed {
 
 class MismatchCheck {
  public:
-  // `exchange`: a gloo group of the same ranks, working on CPU tensors. `where` ends up in the error
-  // ("rank 0 of 2, process group '0'").
-  MismatchCheck(c10::intrusive_ptr<c10d::Backend> exchange, std::string where, int rank, int size);
+  // `exchange`: a gloo group of the same ranks, working on CPU tensors. `where` ends up in the mismatch
+  // error ("rank 0 of 2, process group '0'"); `failure`, with "{what}" replaced by the collective, prefixes
+  // the error of an exchange that failed (a peer that exited), as it does the collective's own errors.
+  MismatchCheck(c10::intrusive_ptr<c10d::Backend> exchange, std::string where, std::string failure, int rank,
+                int size);
 
   // Throws DistBackendError on every rank when the ranks' `op` calls disagree on the dtype or the number
   // of elements of `tensors` (all of them counted; the first one's shape is what the message shows).
@@ -27,6 +29,7 @@ class MismatchCheck {
  private:
   c10::intrusive_ptr<c10d::Backend> exchange_;
   std::string where_;
+  std::string failure_;
   int rank_;
   int size_;
 };

@@ -79,5 +79,5 @@ def create(dist_opts, backend_opts) -> _C._PythonBackend:
     if isinstance(transport, HostGlooTransport):  # plain all_reduces skip Python (csrc/distributed/HostAllreduce.h)
         backend._set_host_allreduce(transport.gloo, sorted(DTYPES, key=str), impl._context("all_reduce"), rank)
         # ranks compare sizes and dtypes before gloo moves bytes (csrc/distributed/MismatchCheck.h)
-        backend._set_mismatch_check(transport.gloo, impl.where)
+        backend._set_mismatch_check(transport.gloo, impl.where, impl._describe_failure("{what}"))
     return backend
