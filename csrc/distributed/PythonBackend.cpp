@@ -56,6 +56,29 @@ PythonBackend::~PythonBackend() {
 
 py::object PythonBackend::method(const char* name) const { return py::getattr(impl_, name, py::none()); }
 
+void PythonBackend::enter(const char* op, const std::vector<at::Tensor>& tensors) {
+  ++seq_;
+  if (!mismatch_check_) {
+    return;
+  }
+  // The exchange waits for the peers; gloo's threads may need the GIL meanwhile (releasing tensors).
+  std::optional<py::gil_scoped_release> no_gil;
+  if (PyGILState_Check()) {
+    no_gil.emplace();
+  }
+  mismatch_check_->agree(op, tensors);
+}
+
+namespace {
+std::vector<at::Tensor> flatten(const std::vector<std::vector<at::Tensor>>& lists) {
+  std::vector<at::Tensor> all;
+  for (const auto& l : lists) {
+    all.insert(all.end(), l.begin(), l.end());
+  }
+  return all;
+}
+} // namespace
+
 // Forwards a collective to impl_.PYNAME(args...) under the GIL; c10d's own "does not support" otherwise.
 #define TORCHNEURON_FORWARD_AS(PYNAME, NAME, ...)                  \
   do {                                                             \
@@ -74,11 +97,13 @@ py::object PythonBackend::method(const char* name) const { return py::getattr(im
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                         const c10d::BroadcastOptions& opts) {
+  enter("broadcast", tensors);
   TORCHNEURON_FORWARD_WORK(broadcast, tensors, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::AllreduceOptions& opts) {
+  enter("all_reduce", tensors);
   if (host_allreduce_ && !coalescing_) {  // while coalescing, Python collects every Work
     if (auto work = host_allreduce_->tryRun(tensors, opts)) {
       return work;
@@ -89,62 +114,73 @@ c10::intrusive_ptr<c10d::Work> PythonBackend::allreduce(std::vector<at::Tensor>&
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                   const c10d::AllreduceCoalescedOptions& opts) {
+  enter("all_reduce_coalesced", tensors);
   TORCHNEURON_FORWARD_WORK(allreduce_coalesced, tensors, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::reduce(std::vector<at::Tensor>& tensors,
                                                      const c10d::ReduceOptions& opts) {
+  enter("reduce", tensors);
   TORCHNEURON_FORWARD_WORK(reduce, tensors, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                         std::vector<at::Tensor>& inputs,
                                                         const c10d::AllgatherOptions& opts) {
+  enter("all_gather", flatten(outputs));  // the same list on every rank, even if uneven
   TORCHNEURON_FORWARD_WORK(allgather, outputs, inputs, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                               const c10d::AllgatherOptions& opts) {
+  enter("all_gather_into_tensor", {input});
   TORCHNEURON_FORWARD_WORK(_allgather_base, output, input, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
                                                                   std::vector<at::Tensor>& inputs,
                                                                   const c10d::AllgatherOptions& opts) {
+  enter("all_gather_coalesced", flatten(outputs));
   TORCHNEURON_FORWARD_WORK(allgather_coalesced, outputs, inputs, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                               std::vector<at::Tensor>& inputs,
                                                                               const c10d::AllgatherOptions& opts) {
+  enter("all_gather_into_tensor_coalesced", inputs);
   TORCHNEURON_FORWARD_WORK(allgather_into_tensor_coalesced, outputs, inputs, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                      std::vector<at::Tensor>& inputs,
                                                      const c10d::GatherOptions& opts) {
+  enter("gather", inputs);
   TORCHNEURON_FORWARD_WORK(gather, outputs, inputs, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::scatter(std::vector<at::Tensor>& outputs,
                                                       std::vector<std::vector<at::Tensor>>& inputs,
                                                       const c10d::ScatterOptions& opts) {
+  enter("scatter", outputs);
   TORCHNEURON_FORWARD_WORK(scatter, outputs, inputs, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                              std::vector<std::vector<at::Tensor>>& inputs,
                                                              const c10d::ReduceScatterOptions& opts) {
+  enter("reduce_scatter", flatten(inputs));  // the same list on every rank
   TORCHNEURON_FORWARD_WORK(reduce_scatter, outputs, inputs, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                    const c10d::ReduceScatterOptions& opts) {
+  enter("reduce_scatter_tensor", {input});
   TORCHNEURON_FORWARD_WORK(_reduce_scatter_base, output, input, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
+  enter("reduce_scatter_tensor_coalesced", inputs);
   TORCHNEURON_FORWARD_WORK(reduce_scatter_tensor_coalesced, outputs, inputs, opts);
 }
 
@@ -152,12 +188,14 @@ c10::intrusive_ptr<c10d::Work> PythonBackend::alltoall_base(at::Tensor& output, 
                                                             std::vector<int64_t>& output_splits,
                                                             std::vector<int64_t>& input_splits,
                                                             const c10d::AllToAllOptions& opts) {
+  enter();
   TORCHNEURON_FORWARD_WORK(alltoall_base, output, input, output_splits, input_splits, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::alltoall(std::vector<at::Tensor>& outputs,
                                                        std::vector<at::Tensor>& inputs,
                                                        const c10d::AllToAllOptions& opts) {
+  enter();
   TORCHNEURON_FORWARD_WORK(alltoall, outputs, inputs, opts);
 }
 
@@ -179,6 +217,7 @@ c10::intrusive_ptr<c10d::Work> PythonBackend::endCoalescing() {
 }
 
 c10::intrusive_ptr<c10d::Work> PythonBackend::barrier(const c10d::BarrierOptions& opts) {
+  enter();
   TORCHNEURON_FORWARD_WORK(barrier, opts);
 }
 
@@ -227,20 +266,5 @@ void PythonBackend::setTimeout(std::chrono::milliseconds timeout) {
 void PythonBackend::abort() { callIfDefined(impl_, "abort", nullptr); }
 
 void PythonBackend::shutdown() { callIfDefined(impl_, "shutdown", nullptr); }
-
-uint64_t PythonBackend::getSequenceNumberForGroup() {
-  py::gil_scoped_acquire gil;  // held while `result` lives
-  py::object result;
-  if (!callIfDefined(impl_, "get_sequence_number_for_group", &result)) {
-    return c10d::Backend::getSequenceNumberForGroup();
-  }
-  return result.cast<uint64_t>();
-}
-
-void PythonBackend::setSequenceNumberForGroup() {
-  if (!callIfDefined(impl_, "set_sequence_number_for_group", nullptr)) {
-    c10d::Backend::setSequenceNumberForGroup();
-  }
-}
 
 } // namespace torchneuron::distributed

@@ -9,10 +9,12 @@
 #include <pybind11/pybind11.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <atomic>
 #include <optional>
 #include <string>
 
 #include "distributed/HostAllreduce.h"
+#include "distributed/MismatchCheck.h"
 
 namespace torchneuron::distributed {
 
@@ -24,6 +26,8 @@ class PythonBackend : public c10d::Backend {
   const pybind11::object& impl() const { return impl_; }
   // Lets plain all_reduces skip Python (the simulator's transport; see HostAllreduce.h).
   void setHostAllreduce(HostAllreduce fast) { host_allreduce_ = std::move(fast); }
+  // Makes every collective whose ranks must agree on sizes compare them first (see MismatchCheck.h).
+  void setMismatchCheck(MismatchCheck check) { mismatch_check_.emplace(std::move(check)); }
 
   const std::string getBackendName() const override { return name_; }
   bool supportsCoalescing() const override { return false; }
@@ -33,8 +37,11 @@ class PythonBackend : public c10d::Backend {
   void abort() override;
   void shutdown() override;
   void eagerConnectSingleDevice(at::Device device) override {}
-  uint64_t getSequenceNumberForGroup() override;
-  void setSequenceNumberForGroup() override;
+  // The number of collectives issued on this group so far, the same on every rank (point-to-point ops are
+  // not counted: only two ranks take part). TORCH_DISTRIBUTED_DEBUG=DETAIL's ProcessGroupWrapper compares it
+  // across ranks before each collective.
+  uint64_t getSequenceNumberForGroup() override { return seq_.load(); }
+  void setSequenceNumberForGroup() override { seq_ = 0; }  // as gloo: every rank starts at 0
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts) override;
@@ -82,10 +89,15 @@ class PythonBackend : public c10d::Backend {
  private:
   // The bound method `name` of impl_, or None when impl_ does not implement it.
   pybind11::object method(const char* name) const;
+  // Counts a collective and, when the ranks must agree on `tensors`, compares them across ranks.
+  void enter(const char* op, const std::vector<at::Tensor>& tensors);
+  void enter() { ++seq_; }  // a collective whose ranks may pass different sizes (all_to_all, barrier)
 
   const std::string name_;
   pybind11::object impl_;
   std::optional<HostAllreduce> host_allreduce_;
+  std::optional<MismatchCheck> mismatch_check_;
+  std::atomic<uint64_t> seq_{0};
   bool coalescing_ = false;
 };
 

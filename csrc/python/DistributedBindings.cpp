@@ -29,7 +29,14 @@ void initDistributedBindings(py::module_& m) {
              self.setHostAllreduce(
                  distributed::HostAllreduce{std::move(transport), std::move(dtypes), std::move(context), rank});
            },
-           py::arg("transport"), py::arg("dtypes"), py::arg("context"), py::arg("rank"));
+           py::arg("transport"), py::arg("dtypes"), py::arg("context"), py::arg("rank"))
+      .def("_set_mismatch_check",
+           [](PythonBackend& self, c10::intrusive_ptr<c10d::Backend> exchange, std::string where,
+              std::string failure) {
+             self.setMismatchCheck(distributed::MismatchCheck(std::move(exchange), std::move(where),
+                                                              std::move(failure), self.getRank(), self.getSize()));
+           },
+           py::arg("exchange"), py::arg("where"), py::arg("failure"));
 
   // post: (kind, dst, src, divisor) tuples, see PostOp.
   py::class_<CollectiveWork, c10d::Work, c10::intrusive_ptr<CollectiveWork>>(m, "_CollectiveWork")

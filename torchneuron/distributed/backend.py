@@ -78,4 +78,6 @@ def create(dist_opts, backend_opts) -> _C._PythonBackend:
     backend = _C._PythonBackend(rank, size, NAME, impl)
     if isinstance(transport, HostGlooTransport):  # plain all_reduces skip Python (csrc/distributed/HostAllreduce.h)
         backend._set_host_allreduce(transport.gloo, sorted(DTYPES, key=str), impl._context("all_reduce"), rank)
+        # ranks compare sizes and dtypes before gloo moves bytes (csrc/distributed/MismatchCheck.h)
+        backend._set_mismatch_check(transport.gloo, impl.where, impl._describe_failure("{what}"))
     return backend

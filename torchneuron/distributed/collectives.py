@@ -40,7 +40,7 @@ class NeuronCollectives:
     def __init__(self, rank: int, size: int, transport: Transport, group_name: str, timeout: timedelta) -> None:
         self.rank, self.size, self.transport = rank, size, transport
         self.group_name = group_name
-        self._where = (f"rank {rank} of {size}, process group {group_name!r}, timeout "
+        self.where = (f"rank {rank} of {size}, process group {group_name!r}, timeout "
                        f"{timeout.total_seconds():g}s")
         self._buffer = transport.buffer
         self._coalesced: list | None = None  # Works issued between start_coalescing and end_coalescing
@@ -55,7 +55,7 @@ class NeuronCollectives:
         return text
 
     def _describe_failure(self, what: str) -> str:
-        return (f"neuron process group: {what} failed ({self._where}; {self.transport.description}). A peer "
+        return (f"neuron process group: {what} failed ({self.where}; {self.transport.description}). A peer "
                 "process that exited fails it at once, one that stopped calling collectives when the timeout passes")
 
     def _checked(self, what: str, tensors: list[torch.Tensor], role: str, dense_ok: bool = False) -> None:
