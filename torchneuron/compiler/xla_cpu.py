@@ -85,6 +85,18 @@ class XlaCpuExecutable:
         self._to_buffer = jax_mod.dlpack_managed_tensor_to_buffer
         self._to_capsule = jax_mod.buffer_to_dlpack_managed_tensor
 
+    @functools.cached_property
+    def working_set_bytes(self) -> int:
+        """Device memory a run needs beyond its arguments, by XLA's buffer assignment: its temporaries (the
+        intermediates it materialises) and its results that do not alias an argument. A temporary XLA keeps
+        inside a fused kernel (e.g. a matmul feeding a reduction) is not in the assignment and not counted.
+        0 when jaxlib does not say."""
+        try:
+            stats = self._loaded.get_compiled_memory_stats()
+        except Exception:  # pragma: no cover - an older or newer jaxlib without memory statistics
+            return 0
+        return max(0, stats.temp_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes)
+
     def buffer(self, t: torch.Tensor):
         """An XLA buffer aliasing ``t`` (``t`` must stay alive while the buffer is used)."""
         return self._to_buffer(_C._to_dlpack_unshared(t), self._device, None)
