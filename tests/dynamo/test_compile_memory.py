@@ -85,8 +85,10 @@ MiB = 1 << 20
 
 
 def _form(message: str) -> str:
-    """An OOM message with its sizes blanked: eager and compiled messages differ only in the numbers."""
-    return re.sub(r"\d+(\.\d+)? (bytes|KiB|MiB|GiB)", "<size>", message)
+    """An OOM message with its sizes and the name of what ran blanked: eager and compiled messages differ only
+    there ("while running aten::mm ..." / "while running <program> ... (compiled program)")."""
+    message = re.sub(r"\d+(\.\d+)? (bytes|KiB|MiB|GiB)", "<size>", message)
+    return re.sub(r" \(while running .*\)$", " (while running <what>)", message, flags=re.S)
 
 
 def test_compiled_intermediate_over_the_limit_raises_oom(report):
@@ -95,6 +97,7 @@ def test_compiled_intermediate_over_the_limit_raises_oom(report):
     assert "neuron:0 out of memory: tried to allocate" in msg
     assert re.search(r"tried to allocate 51\d\.\d\d MiB", msg)  # the intermediate (and the small result)
     assert "has a limit of 256.00 MiB" in msg and "is allocated by tensors" in msg
+    assert "on neuron:0 (compiled program)" in msg
 
 
 def test_compiled_output_over_the_limit_raises_oom(report):

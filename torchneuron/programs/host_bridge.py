@@ -83,14 +83,26 @@ def execute(executable, flat: list[torch.Tensor], device: torch.device, mutated:
         outs = _run_on_host(executable, flat, device, event)
     else:
         drain(device)
-        outs = _run_charged(executable, flat, device, event)
+        try:
+            outs = _run_charged(executable, flat, device, event)
+        except torch.OutOfMemoryError as e:
+            raise _in_program(e, event, device) from None
     n = len(outs) - len(mutated)
     view = host_views(device)
     targets = flat if write_back is None else write_back
     for idx, out in zip(mutated, outs[n:]):
         view(targets[idx]).copy_(out)
     adopt_ = adopter(device)
-    return [adopt_(o) for o in outs[:n]]
+    try:
+        return [adopt_(o) for o in outs[:n]]
+    except torch.OutOfMemoryError as e:
+        raise _in_program(e, event, device) from None
+
+
+def _in_program(e: torch.OutOfMemoryError, event: ProgramEvent | None, device: torch.device) -> torch.OutOfMemoryError:
+    """The allocator's OOM with the program named, as an eager op's names the op."""
+    name = (event or _UNNAMED).name
+    return torch.OutOfMemoryError(f"{e} (while running {name} on {device} (compiled program))")
 
 
 def _run_on_host(executable, flat: list[torch.Tensor], device: torch.device,
