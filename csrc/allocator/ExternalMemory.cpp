@@ -17,6 +17,17 @@ constexpr size_t kBlockSize = 512;
 constexpr size_t kSmallSize = 1 << 20;
 
 size_t chargedSize(size_t n) { return kBlockSize * ((n + kBlockSize - 1) / kBlockSize); }
+
+// DeviceCache::update, which is inlined into DeviceCache.cpp: "all" and the pool the size would use.
+void count(c10::CachingAllocator::StatArray& stat, bool small, int64_t delta) {
+  constexpr auto kAll = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  const auto pool = static_cast<size_t>(small ? c10::CachingAllocator::StatType::SMALL_POOL
+                                              : c10::CachingAllocator::StatType::LARGE_POOL);
+  for (size_t i : {kAll, pool}) {
+    if (delta >= 0) stat[i].increase(static_cast<size_t>(delta));
+    else stat[i].decrease(static_cast<size_t>(-delta));
+  }
+}
 } // namespace
 
 void DeviceCache::chargeExternal(const void* ptr, size_t nbytes) {
@@ -36,32 +47,32 @@ void DeviceCache::chargeExternal(const void* ptr, size_t nbytes) {
       raiseOutOfMemory(nbytes, size);
     }
   }
-  const BlockPool& pool = size <= kSmallSize ? small_ : large_;
+  const bool small = size <= kSmallSize;
   const auto bytes = static_cast<int64_t>(size);
   stats_.num_device_alloc += 1;
-  update(stats_.segment, pool, 1);
-  update(stats_.reserved_bytes, pool, bytes);
-  update(stats_.allocation, pool, 1);
-  update(stats_.allocated_bytes, pool, bytes);
-  update(stats_.active, pool, 1);
-  update(stats_.active_bytes, pool, bytes);
-  update(stats_.requested_bytes, pool, static_cast<int64_t>(nbytes));
+  count(stats_.segment, small, 1);
+  count(stats_.reserved_bytes, small, bytes);
+  count(stats_.allocation, small, 1);
+  count(stats_.allocated_bytes, small, bytes);
+  count(stats_.active, small, 1);
+  count(stats_.active_bytes, small, bytes);
+  count(stats_.requested_bytes, small, static_cast<int64_t>(nbytes));
   reportExternal(ptr, bytes);
 }
 
 void DeviceCache::releaseExternal(const void* ptr, size_t nbytes) {
   const size_t size = chargedSize(nbytes);
   std::lock_guard<SpinLock> lock(mutex_);
-  const BlockPool& pool = size <= kSmallSize ? small_ : large_;
+  const bool small = size <= kSmallSize;
   const auto bytes = static_cast<int64_t>(size);
   stats_.num_device_free += 1;
-  update(stats_.segment, pool, -1);
-  update(stats_.reserved_bytes, pool, -bytes);
-  update(stats_.allocation, pool, -1);
-  update(stats_.allocated_bytes, pool, -bytes);
-  update(stats_.active, pool, -1);
-  update(stats_.active_bytes, pool, -bytes);
-  update(stats_.requested_bytes, pool, -static_cast<int64_t>(nbytes));
+  count(stats_.segment, small, -1);
+  count(stats_.reserved_bytes, small, -bytes);
+  count(stats_.allocation, small, -1);
+  count(stats_.allocated_bytes, small, -bytes);
+  count(stats_.active, small, -1);
+  count(stats_.active_bytes, small, -bytes);
+  count(stats_.requested_bytes, small, -static_cast<int64_t>(nbytes));
   reportExternal(ptr, -bytes);
 }
 
