@@ -76,6 +76,9 @@ class DeviceCache {
   // record_stream for the live block at `ptr`; false when there is none on this device.
   bool recordStreamIfLive(void* ptr, int stream);
   void emptyCache();
+  // Memory another executor allocated, counted as a segment with one live block (ExternalMemory.cpp).
+  void chargeExternal(const void* ptr, size_t nbytes);
+  void releaseExternal(const void* ptr, size_t nbytes);
   void setMemoryFraction(double fraction);
 
   c10::CachingDeviceAllocator::DeviceStats stats();
@@ -119,6 +122,7 @@ class DeviceCache {
   void releaseFreeSegments(BlockPool& pool);
   void processEvents();
   void synchronizeAndFreeEvents();
+  void reportExternal(const void* ptr, int64_t delta);
   [[noreturn]] void raiseOutOfMemory(size_t requested, size_t alloc_size);
 
   const int device_;

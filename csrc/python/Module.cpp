@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "allocator/CachingAllocator.h"
+#include "allocator/ExternalMemory.h"
 #include "aten/native/Fp64Emulation.h"
 #include "aten/native/HostAlias.h"
 #include "aten/native/HostOutputAllocator.h"
@@ -213,6 +214,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("_host_view", &hostAlias, "CPU tensor aliasing a neuron tensor's memory (sim runtime only)");
   m.def("_adopt_host_tensor", [](const at::Tensor& cpu, int index) {
     return adoptHostTensor(cpu, static_cast<c10::DeviceIndex>(index));
+  });
+  // A compiled program's working set while it runs (programs/host_bridge.py): charged before, released after.
+  m.def("_charge_device_memory", [](int index, size_t nbytes) {
+    chargeExternalMemory(static_cast<c10::DeviceIndex>(index), nullptr, nbytes);
+  });
+  m.def("_release_device_memory", [](int index, size_t nbytes) {
+    releaseExternalMemory(static_cast<c10::DeviceIndex>(index), nullptr, nbytes);
   });
   python::initDistributedBindings(m);
   bindDlpack(m);

@@ -8,6 +8,7 @@ an input itself only when its address is not suitably aligned, e.g. a view at an
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
 from importlib import metadata
 
@@ -72,6 +73,28 @@ def load(blob: bytes) -> XlaCpuExecutable:
     return XlaCpuExecutable(client.deserialize_executable(blob, devices, _compile_options(xc)))
 
 
+_BYTES = {"pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2,
+          "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
+# An instruction's result: "%name = f32[4096,32768]{1,0} opcode(" (tuples and scalars never match).
+_VALUE = re.compile(r"= (\w+)\[([\d,]+)\](?:\{[^}]*\})? ([\w-]+)\(")
+# Results that are views or never materialised (a broadcast is read in place by its consumer).
+_NOT_MATERIALISED = frozenset({"parameter", "constant", "broadcast", "bitcast", "reshape", "transpose", "slice",
+                               "iota", "get-tuple-element", "tuple"})
+
+
+def largest_value_bytes(hlo: str) -> int:
+    """Bytes of the largest array an HLO module computes (views and broadcasts aside), fused or not."""
+    best = 0
+    for dtype, dims, opcode in _VALUE.findall(hlo):
+        if opcode in _NOT_MATERIALISED:
+            continue
+        n = _BYTES.get(dtype, 4)
+        for d in dims.split(","):
+            n *= int(d)
+        best = max(best, n)
+    return best
+
+
 class XlaCpuExecutable:
     """A loaded XLA:CPU executable. ``run(host_tensors)`` takes contiguous CPU tensors (host views of device
     buffers) in the module's argument order and returns CPU tensors owning XLA's output buffers."""
@@ -84,6 +107,19 @@ class XlaCpuExecutable:
         _, self._device, _, _, jax_mod = _client()
         self._to_buffer = jax_mod.dlpack_managed_tensor_to_buffer
         self._to_capsule = jax_mod.buffer_to_dlpack_managed_tensor
+
+    @functools.cached_property
+    def working_set_bytes(self) -> int:
+        """Device memory a run needs beyond its arguments. XLA's buffer assignment gives its temporaries and its
+        results that do not alias an argument; an intermediate XLA:CPU keeps inside one fused kernel (a softmax
+        between two matmuls) is in no buffer there, yet eager mode, and a device without that fusion, holds it
+        whole: the largest value the program computes is the floor. 0 when jaxlib does not say."""
+        try:
+            stats = self._loaded.get_compiled_memory_stats()
+        except Exception:  # pragma: no cover - an older or newer jaxlib without memory statistics
+            return 0
+        assigned = stats.temp_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes
+        return max(0, assigned, largest_value_bytes(self.hlo_text()))
 
     def buffer(self, t: torch.Tensor):
         """An XLA buffer aliasing ``t`` (``t`` must stay alive while the buffer is used)."""

@@ -5,6 +5,11 @@ aliasing it (same sizes/strides/offset) and ``adopt`` turns a CPU tensor (an XLA
 neuron tensor that owns it: no copies either way. Both come from the device layer (``torchneuron._C``);
 CPU tensors pass through unchanged, so lowering and the compiler also work on CPU tensors.
 
+XLA's buffers are device memory as a Trn host's would be: an adopted result is charged to its device while it
+lives (``memory_allocated``, the HBM limit, OOM retry and message as any allocation), and a program's working
+set (temporaries and results, by XLA's buffer assignment) is charged for the length of its run, so a program
+that would not fit raises ``torch.OutOfMemoryError`` before it runs.
+
 On nrt (a Trn host) device memory is not host memory: a NEFF runs on the device tensors themselves, with its
 outputs preallocated on the device (``compiler/neff.py``); ``execute`` picks the path by the executable.
 """
@@ -74,19 +79,54 @@ def execute(executable, flat: list[torch.Tensor], device: torch.device, mutated:
     if executable.backend == "neuronx-cc":
         with _program_event(event, device):
             return _execute_neff(executable, flat, device, mutated, write_back)
-    if device.type != "cpu":
+    if device.type == "cpu":
+        outs = _run_on_host(executable, flat, device, event)
+    else:
         drain(device)
-    view = host_views(device)
-    hosts = [view(t) for t in flat]
-    hosts = [h if h.is_contiguous() else h.contiguous() for h in hosts]
-    with _program_event(event, device):
-        outs = executable.run(hosts)
+        try:
+            outs = _run_charged(executable, flat, device, event)
+        except torch.OutOfMemoryError as e:
+            raise _in_program(e, event, device) from None
     n = len(outs) - len(mutated)
+    view = host_views(device)
     targets = flat if write_back is None else write_back
     for idx, out in zip(mutated, outs[n:]):
         view(targets[idx]).copy_(out)
     adopt_ = adopter(device)
-    return [adopt_(o) for o in outs[:n]]
+    try:
+        return [adopt_(o) for o in outs[:n]]
+    except torch.OutOfMemoryError as e:
+        raise _in_program(e, event, device) from None
+
+
+def _in_program(e: torch.OutOfMemoryError, event: ProgramEvent | None, device: torch.device) -> torch.OutOfMemoryError:
+    """The allocator's OOM with the program named, as an eager op's names the op."""
+    name = (event or _UNNAMED).name
+    return torch.OutOfMemoryError(f"{e} (while running {name} on {device} (compiled program))")
+
+
+def _run_on_host(executable, flat: list[torch.Tensor], device: torch.device,
+                 event: ProgramEvent | None) -> list[torch.Tensor]:
+    view = host_views(device)
+    hosts = [view(t) for t in flat]
+    hosts = [h if h.is_contiguous() else h.contiguous() for h in hosts]
+    with _program_event(event, device):
+        return executable.run(hosts)
+
+
+def _run_charged(executable, flat: list[torch.Tensor], device: torch.device,
+                 event: ProgramEvent | None) -> list[torch.Tensor]:
+    """``_run_on_host`` with the program's working set charged to ``device`` while it runs (raises
+    torch.OutOfMemoryError, after emptying the cache, when it does not fit beside what is allocated)."""
+    need = getattr(executable, "working_set_bytes", 0)  # without XLA's buffer assignment: 0
+    if not need:
+        return _run_on_host(executable, flat, device, event)
+    index = _index(device)
+    _C._charge_device_memory(index, need)
+    try:
+        return _run_on_host(executable, flat, device, event)
+    finally:
+        _C._release_device_memory(index, need)
 
 
 class ProgramEvent:

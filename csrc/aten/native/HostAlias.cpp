@@ -4,6 +4,7 @@
 #include <c10/core/TensorImpl.h>
 #include <c10/util/Exception.h>
 
+#include "allocator/ExternalMemory.h"
 #include "aten/native/HostOutputAllocator.h"
 #include "runtime/Runtime.h"
 
@@ -12,11 +13,19 @@ namespace torchneuron {
 namespace {
 void noDelete(void*) {}
 
+// The adopted tensor's device memory is charged to its device for as long as the tensor lives.
 struct AdoptedHostMemory {
   at::Tensor keep_alive;
+  c10::DeviceIndex device;
+  size_t nbytes;
 };
 
-void releaseAdopted(void* ctx) { delete static_cast<AdoptedHostMemory*>(ctx); }
+void releaseAdopted(void* ctx) {
+  auto* adopted = static_cast<AdoptedHostMemory*>(ctx);
+  const void* data = adopted->keep_alive.storage().data();
+  releaseExternalMemory(adopted->device, data, adopted->nbytes);
+  delete adopted;
+}
 
 // A CPU storage over a device storage's bytes; it does not own them. If a kernel grows it, the new bytes come
 // from device memory (HostOutputAllocator), and HostCall hands them to the device storage.
@@ -117,7 +126,8 @@ at::Tensor adoptHostTensor(const at::Tensor& cpu, c10::DeviceIndex device) {
   TORCH_CHECK(cpu.device().is_cpu(), "neuron: _adopt_host_tensor expects a CPU tensor, got ", cpu.device());
   TORCH_CHECK(runtime().hostAddressable(), "neuron: adopting host memory needs the sim runtime");
   const c10::Storage& storage = cpu.storage();
-  auto* ctx = new AdoptedHostMemory{cpu};
+  chargeExternalMemory(device, storage.data(), storage.nbytes());  // may raise torch.OutOfMemoryError
+  auto* ctx = new AdoptedHostMemory{cpu, device, storage.nbytes()};
   auto impl = c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), storage.nbytes(),
       c10::DataPtr(const_cast<void*>(storage.data()), ctx, &releaseAdopted,

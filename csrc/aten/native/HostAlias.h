@@ -39,7 +39,8 @@ struct AliasCache {
 CachedAlias* lendHostAlias(AliasCache& cache, const at::Tensor& t, at::Tensor& owned);
 
 // A neuron tensor over the bytes of a CPU tensor, keeping that tensor alive (for results produced by an
-// external executor such as XLA:CPU). Not counted by the caching allocator.
+// external executor such as XLA:CPU). Its bytes are charged to `device` while it lives (allocator/ExternalMemory.h):
+// it raises torch.OutOfMemoryError as an allocation of that size would.
 at::Tensor adoptHostTensor(const at::Tensor& cpu, c10::DeviceIndex device);
 
 // Wraps a storage as a neuron tensor with the given geometry.
