@@ -56,7 +56,8 @@ LNC = _var("NEURON_LOGICAL_NC_CONFIG", "", "logical NeuronCore config (1 or 2): 
 # --- torch.compile ---
 COMPILE_FALLBACK = _var("TORCHNEURON_COMPILE_FALLBACK", "warn", "warn or error: a compiled graph with ops that have no lowering runs them eagerly between compiled pieces (reported once per graph), or raises naming the op and source line")
 DEBUG_DIR = _var("TORCHNEURON_DEBUG_DIR", "", "keep each compiled graph's FX graph, partition, StableHLO and executable in this directory")
-SIM_EXECUTOR = _var("TORCHNEURON_SIM_EXECUTOR", "xla", "xla: compiled graphs run as StableHLO on XLA:CPU (the Trn host's program); inductor: lowered pieces run through inductor on host views (StableHLO still lowered and kept)")
+SIM_EXECUTOR = _var("TORCHNEURON_SIM_EXECUTOR", "aten", "aten: lowered pieces run as their ATen graph on PyTorch's CPU kernels (eager's arithmetic without per-op dispatch); xla: as their StableHLO program on XLA:CPU (the Trn host's program); inductor: through inductor's CPU code. The StableHLO is lowered and kept in every case")
+COMPILE_CHECK = _var("TORCHNEURON_COMPILE_CHECK", "first", "first, every or off: run each lowered piece's StableHLO on XLA:CPU too and compare with the aten or inductor executor's result on the piece's first call, every call, or never")
 
 # --- distributed ---
 ROOT_COMM_ID = _var("NEURON_RT_ROOT_COMM_ID", "", "Trn host: host:port of the Neuron collectives root; set by init_process_group('neuron') from MASTER_ADDR when unset")

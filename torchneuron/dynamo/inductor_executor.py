@@ -14,13 +14,12 @@ input becomes a view of that neuron tensor.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 import torch.fx as fx
 
 from ..programs import host_bridge as dev
 from . import fx_passes
+from .aten_executor import reshape_views
 
 
 class InductorPiece:
@@ -34,39 +33,15 @@ class InductorPiece:
 
         # traced again on the CPU stand-ins, with inductor's decompositions (what compile_fx would apply): the
         # piece's metadata still describes neuron tensors, and inductor generates code for the device it reads
-        cpu_graph = make_fx(sub, decomposition_table=select_decomp_table(), tracing_mode="fake")(*examples)
+        # (views as reshapes: a decomposition may lay a value out otherwise than the device's kernel did)
+        cpu_graph = make_fx(reshape_views(sub), decomposition_table=select_decomp_table(),
+                            tracing_mode="fake")(*examples)
         self._fn = compile_fx_inner(cpu_graph, examples)
         self._strides = [tuple(e.stride()) for e in examples]
         self._in_casts = in_casts
         self._out_casts = out_casts
 
     def __call__(self, ins: list[torch.Tensor]) -> tuple:
-        device = dev.device_of_inputs(ins)
         ins = fx_passes.cast_inputs(ins, self._in_casts)
-        if device.type != "cpu":
-            dev.drain(device)
-        view = dev.host_views(device)
-        hosts, direct = [], {}
-        for t, stride in zip(ins, self._strides):
-            h = view(t)
-            if h.stride() != stride and h.numel() > 1:  # inductor's code assumes the traced strides
-                h = torch.empty_strided(h.shape, stride, dtype=h.dtype).copy_(h)
-            elif h.numel():
-                direct[h.untyped_storage().data_ptr()] = t  # an output viewing this memory views t
-            hosts.append(h)
-        if device.type == "cpu":
-            return tuple(self._fn(list(hosts)))
-        index = device.index or 0
-        with dev.outputs_on_device(index):  # inductor's buffers come from the device's caching allocator
-            outs = self._fn(list(hosts))
-        results: list[Any] = []
-        for o in outs:
-            if not isinstance(o, torch.Tensor):
-                results.append(o)
-                continue
-            base = direct.get(o.untyped_storage().data_ptr()) if o.numel() else None
-            if base is not None:  # a view of an input: a view of the neuron tensor
-                results.append(base.as_strided(o.shape, o.stride(), o.storage_offset()))
-            else:
-                results.append(dev.from_host_result(o, index))
+        results = dev.call_on_host_views(self._fn, ins, dev.device_of_inputs(ins), self._strides)
         return tuple(fx_passes.cast_outputs(results, self._out_casts))

@@ -16,7 +16,7 @@ import torch.fx as fx
 from .. import _env, fp64_rule
 from ..programs import host_bridge as dev
 from ..lowering.passes import OutputLayout
-from . import debug, fx_passes, graph_cache, metrics
+from . import cross_check, debug, fx_passes, graph_cache, metrics
 
 
 class EagerPiece:
@@ -108,13 +108,46 @@ def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, s
                                     tg.constants)
         graph_cache.store(k, record)
     dump("module.stablehlo.mlir", record.stablehlo)
-    if compile_target == "sim" and _env.get(_env.SIM_EXECUTOR).strip().lower() == "inductor":
-        from .inductor_executor import InductorPiece
-
-        return InductorPiece(sub, examples, in_casts, out_casts)
-    exe = driver.compile(record.stablehlo, target=compile_target, kind="graph")
-    debug.dump_executable(dump, exe)
     ops = sum(1 for n in sub.graph.nodes if n.op == "call_function")
     event = dev.ProgramEvent(f"neuron::graph {k[2:10]} ({ops} ops)", sub)
-    return LoweredPiece(exe, record, in_casts, out_casts, out_meta, restride, event)
 
+    def stablehlo_program() -> LoweredPiece:
+        exe = driver.compile(record.stablehlo, target=compile_target, kind="graph")
+        debug.dump_executable(dump, exe)
+        return LoweredPiece(exe, record, in_casts, out_casts, out_meta, restride, event)
+
+    executor = sim_executor() if compile_target == "sim" else "xla"
+    if executor == "xla":
+        return stablehlo_program()
+    if executor == "inductor":
+        from .inductor_executor import InductorPiece
+
+        fast: Any = InductorPiece(sub, examples, in_casts, out_casts)
+    else:
+        from .aten_executor import AtenPiece
+
+        fast = AtenPiece(sub, in_casts, out_casts, record.mutated, out_meta, restride, event)
+    checks = cross_check.checks_per_piece()
+    if checks == 0:
+        return fast
+    name = f"{event.name}: {_ops_of(sub)}"
+    dtypes = {n.meta["val"].dtype for n in sub.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)}
+    return cross_check.CheckedPiece(fast, stablehlo_program, name, list(record.mutated), checks,
+                                    cross_check.tolerance(dtypes))
+
+
+_EXECUTORS = ("aten", "xla", "inductor")
+
+
+def sim_executor() -> str:
+    """``TORCHNEURON_SIM_EXECUTOR``: what runs a lowered piece on the simulator."""
+    name = _env.get(_env.SIM_EXECUTOR).strip().lower() or "aten"
+    if name not in _EXECUTORS:
+        raise ValueError(f"{_env.SIM_EXECUTOR}={name!r}: expected one of {', '.join(_EXECUTORS)}")
+    return name
+
+
+def _ops_of(sub: fx.GraphModule, limit: int = 8) -> str:
+    names = sorted({str(n.target).split(".")[-2] if "." in str(n.target) else str(n.target)
+                    for n in sub.graph.nodes if n.op == "call_function"})
+    return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")

@@ -178,6 +178,45 @@ def _execute_neff(executable, flat: list[torch.Tensor], device: torch.device, mu
     return outs[:n]
 
 
+def call_on_host_views(fn: Callable[[list[torch.Tensor]], list], ins: list[torch.Tensor], device: torch.device,
+                       strides: list[tuple[int, ...]] | None = None, event: ProgramEvent | None = None) -> list:
+    """Run a CPU function (PyTorch's CPU kernels, inductor's code) on host views of ``ins``, as the device's
+    program: its allocations come from the device's caching allocator, so fresh results become neuron tensors
+    without copies (and count in the memory statistics and against the HBM limit); a result that views an
+    input's memory becomes a view of that neuron tensor; in-place updates land in the device buffers.
+    ``strides``: the strides ``fn`` was traced with; an input with others is passed as a copy with them."""
+    if device.type == "cpu":
+        return list(fn(list(ins)))
+    drain(device)
+    view = _C._host_view
+    hosts, direct = [], {}
+    for i, t in enumerate(ins):
+        if not isinstance(t, torch.Tensor):
+            hosts.append(t)
+            continue
+        h = view(t)
+        if strides is not None and h.stride() != strides[i] and h.numel() > 1:
+            h = torch.empty_strided(h.shape, strides[i], dtype=h.dtype).copy_(h)
+        elif h.numel():
+            direct[h.untyped_storage().data_ptr()] = t
+        hosts.append(h)
+    index = _index(device)
+    with _program_event(event, device), _C._OutputsOnDevice(index):
+        outs = fn(hosts)
+    hosts.clear()
+    results: list = []
+    for o in outs:
+        if not isinstance(o, torch.Tensor):
+            results.append(o)
+            continue
+        base = direct.get(o.untyped_storage().data_ptr()) if o.numel() else None
+        if base is not None:  # a view of an input: a view of the neuron tensor
+            results.append(base.as_strided(o.shape, o.stride(), o.storage_offset()))
+        else:
+            results.append(_C._from_host_result(o, index))
+    return results
+
+
 def drain(device: torch.device) -> None:
     """Wait for earlier work queued on the device's current stream (async copies) before reading its memory
     on the host."""

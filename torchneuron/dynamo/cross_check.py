@@ -1,0 +1,123 @@
+"""Faithful by construction: a fast executor's results are checked against the piece's StableHLO program.
+
+The simulator runs a lowered piece fast (PyTorch's CPU kernels, or inductor's code), but a Trn host runs the
+piece's StableHLO, compiled by neuronx-cc. So the StableHLO also runs on the simulator (XLA:CPU) on the same
+inputs, and the two results must agree within the dtype's tolerance; otherwise the lowering is wrong and the
+call raises ``CompiledProgramMismatch`` naming the piece, the output and the difference.
+
+``TORCHNEURON_COMPILE_CHECK``: ``first`` (default) checks the first call of every new piece, ``every`` every
+call (slow: each call also runs XLA:CPU), ``off`` none (the StableHLO is then lowered but never executed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .. import _env
+from ..programs import host_bridge as dev
+
+# relative to the output's largest magnitude (XLA:CPU and PyTorch sum in other orders), plus torch.testing's
+# absolute float tolerance (a gradient that is zero up to rounding, e.g. a bias before BatchNorm, is all noise);
+# a wrong lowering is off by far more
+_RTOL = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-4, torch.float64: 1e-4,
+         torch.complex64: 1e-4, torch.complex128: 1e-4}
+_ATOL = 1e-5
+_CHECKS = {"first": 1, "every": -1, "off": 0}
+
+
+class CompiledProgramMismatch(RuntimeError):
+    """A compiled piece's fast result differs from its StableHLO program's: the lowering is wrong."""
+
+
+def checks_per_piece() -> int:
+    """How many calls of each piece are checked (-1: all)."""
+    mode = _env.get(_env.COMPILE_CHECK).strip().lower() or "first"
+    if mode not in _CHECKS:
+        raise ValueError(f"{_env.COMPILE_CHECK}={mode!r}: expected one of {', '.join(_CHECKS)}")
+    return _CHECKS[mode]
+
+
+class CheckedPiece:
+    """``fast`` runs every call; on the checked calls the StableHLO program (built on first use by
+    ``make_reference``) runs first, on copies of the inputs the piece updates in place."""
+
+    kind = "lowered"
+
+    def __init__(self, fast: Callable, make_reference: Callable[[], Callable], name: str, mutated: list[int],
+                 checks: int, rtol: float):
+        self.fast = fast
+        self._make_reference = make_reference
+        self._reference: Callable | None = None
+        self.name = name
+        self._mutated = mutated
+        self._checks_left = checks
+        self._rtol = rtol
+
+    def __call__(self, ins: list[torch.Tensor]) -> tuple:
+        if self._checks_left == 0:
+            return self.fast(ins)
+        if self._checks_left > 0:
+            self._checks_left -= 1
+        if self._reference is None:
+            self._reference = self._make_reference()
+        ref_ins = list(ins)
+        for i in self._mutated:
+            ref_ins[i] = ins[i].clone()
+        expected = self._reference(ref_ins)
+        got = self.fast(ins)
+        pairs = [(f"output {k}", g, e) for k, (g, e) in enumerate(zip(got, expected))]
+        pairs += [(f"input {i} (updated in place)", ins[i], ref_ins[i]) for i in self._mutated]
+        for what, g, e in pairs:
+            problem = difference(g, e, self._rtol)
+            if problem:
+                raise CompiledProgramMismatch(
+                    f"torch.compile(backend='neuron'): {self.name}: {what} {problem} between the simulator's "
+                    "fast executor (PyTorch's CPU kernels) and the piece's StableHLO program on XLA:CPU (what "
+                    "a Trn host compiles). The piece's lowering is wrong: please report it with the files "
+                    f"{_env.DEBUG_DIR}=dir writes. {_env.COMPILE_CHECK}=off skips this check; "
+                    f"{_env.SIM_EXECUTOR}=xla runs the StableHLO program itself.")
+        return got
+
+
+def tolerance(dtypes) -> float:
+    """The relative tolerance of a piece: its least precise float dtype's (a float32 output computed from a
+    bfloat16 matmul carries bfloat16's rounding, which XLA:CPU may skip)."""
+    return max((_RTOL[d] for d in dtypes if d in _RTOL), default=_RTOL[torch.float32])
+
+
+def difference(got: Any, expected: Any, rtol: float) -> str | None:
+    """Why ``got`` is not ``expected`` within ``rtol`` of its magnitude, or None."""
+    if not isinstance(got, torch.Tensor) or not isinstance(expected, torch.Tensor):
+        return None if got == expected else f"is {got!r} against {expected!r}"
+    if got.shape != expected.shape or got.dtype != expected.dtype:
+        return (f"is {got.dtype}{list(got.shape)} against {expected.dtype}{list(expected.shape)} "
+                "(dtype or shape)")
+    if got.numel() == 0:
+        return None
+    if got.device.type == "neuron":
+        dev.drain(got.device)
+    a, b = dev.host_view(got), dev.host_view(expected)
+    if a.is_complex():
+        a, b = torch.view_as_real(a.resolve_conj()), torch.view_as_real(b.resolve_conj())
+    if not a.is_floating_point():
+        bad = a != b
+        if not bad.any():
+            return None
+        k = int(bad.flatten().nonzero()[0])
+        return f"differs at flat index {k}: {a.flatten()[k].item()} against {b.flatten()[k].item()} (exact dtype)"
+    a, b = a.double(), b.double()
+    same = (a == b) | (a.isnan() & b.isnan())
+    finite = b[b.isfinite()]
+    scale = float(finite.abs().max()) if finite.numel() else 0.0
+    diff = torch.where(same, torch.zeros_like(a), (a - b).abs())
+    diff = torch.where(diff.isnan(), torch.full_like(diff, float("inf")), diff)
+    bad = diff > rtol * (b.abs().nan_to_num(posinf=0.0) + scale) + _ATOL
+    if not bad.any():
+        return None
+    k = int(diff.flatten().argmax())
+    return (f"differs by up to {float(diff.flatten()[k]):.3g} at flat index {k}: {a.flatten()[k].item():.6g} "
+            f"against {b.flatten()[k].item():.6g} ({int(bad.sum())} of {a.numel()} elements beyond the tolerance "
+            f"{rtol:g} of the output's magnitude {scale:.3g} + {_ATOL:g})")
