@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Sequence
 from importlib import metadata
 
@@ -20,19 +21,29 @@ from .. import _C
 NAME = "xla-cpu"
 
 
-@functools.cache
+_CLIENT = None
+_CLIENT_LOCK = threading.Lock()
+
+
 def _client():
     """torchneuron's own XLA:CPU client (not JAX's): synchronous execution in the calling thread, one device.
 
     Eager ops are tiny; a thread hand-off per execution (JAX's async CPU dispatch) and Eigen's intra-op
     thread pool cost more than the op itself, so both are off unless ``XLA_FLAGS`` already says otherwise.
+    Made once under a lock: two threads racing to make it would each get a client, and an executable
+    loaded on one rejects buffers from the other ("on device cpu:0, but replica is assigned to cpu:0").
     """
-    from jax._src.lib import _jax, xla_client
+    global _CLIENT
+    if _CLIENT is None:
+        with _CLIENT_LOCK:
+            if _CLIENT is None:
+                from jax._src.lib import _jax, xla_client
 
-    client = xla_client.make_cpu_client(asynchronous=False, num_devices=1)
-    device = client.local_devices()[0]
-    devices = xla_client.DeviceList((device,))
-    return client, device, devices, xla_client, _jax
+                client = xla_client.make_cpu_client(asynchronous=False, num_devices=1)
+                device = client.local_devices()[0]
+                devices = xla_client.DeviceList((device,))
+                _CLIENT = client, device, devices, xla_client, _jax
+    return _CLIENT
 
 
 def _compile_options(xc):
