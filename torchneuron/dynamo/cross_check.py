@@ -47,8 +47,9 @@ class CheckedPiece:
     kind = "lowered"
 
     def __init__(self, fast: Callable, make_reference: Callable[[], Callable], name: str, mutated: list[int],
-                 checks: int, rtol: float):
+                 checks: int, rtol: float, fast_name: str = "PyTorch's CPU kernels"):
         self.fast = fast
+        self._fast_name = fast_name
         self._make_reference = make_reference
         self._reference: Callable | None = None
         self.name = name

@@ -133,10 +133,11 @@ def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, s
     name = f"{event.name}: {_ops_of(sub)}"
     dtypes = {n.meta["val"].dtype for n in sub.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)}
     return cross_check.CheckedPiece(fast, stablehlo_program, name, list(record.mutated), checks,
-                                    cross_check.tolerance(dtypes))
+                                    cross_check.tolerance(dtypes), _FAST_NAMES[executor])
 
 
 _EXECUTORS = ("aten", "xla", "inductor")
+_FAST_NAMES = {"aten": "PyTorch's CPU kernels", "inductor": "inductor's CPU code"}
 
 
 def sim_executor() -> str:
