@@ -10,6 +10,8 @@ judge a sample the same way. Five kinds of check, as in PyTorch's own test_ops.p
   inplace    the in-place form mutates the neuron input to the CPU answer and returns it; where the CPU
              refuses (broadcast into the input, a dtype it cannot cast to), neuron raises the same error type
   grad       torch.autograd.grad of the outputs, with the same random cotangents, matches the CPU's
+  compiled   (on demand) the op called inside torch.compile(backend="neuron") matches the CPU; a pass whose
+             graph ran pieces eagerly (ops without a lowering) or broke out of Dynamo says so in its detail
 
 Samples are generated on neuron (as in PyTorch's device tests) and copied exactly to the CPU.
 Random ops compare exactly too: torch.manual_seed seeds the CPU and neuron generators alike, and the neuron
@@ -36,6 +38,8 @@ except ImportError:  # the lowering package is optional for eager mode
 
 DEVICE = "neuron"
 KINDS = ("sample", "noncontig", "out", "inplace", "grad")
+# not in the default sweep (a compile per sample): `report.py --kinds compiled`
+COMPILED = "compiled"
 SEED = 1234
 
 
@@ -358,6 +362,33 @@ def check_grad(op: OpInfo, neuron: SampleInput, dtype: torch.dtype) -> None:
         compare(a, e, dtype)
 
 
+def check_compiled(op: OpInfo, neuron: SampleInput, dtype: torch.dtype) -> str:
+    """The op inside ``torch.compile(backend="neuron")``, from a fresh Dynamo, against the CPU; returns ""
+    when the whole call was one fully lowered graph, else what ran eagerly."""
+    import torch._dynamo
+
+    cpu = sample_to_cpu(neuron)
+    expected = reference(op, cpu)
+    torch._dynamo.reset()
+    torch.neuron.reset_dynamo_metrics()
+
+    def user_fn(inp, *args, **kwargs):
+        return op(inp, *args, **kwargs)
+
+    torch.manual_seed(SEED)
+    actual = torch.compile(user_fn, backend="neuron")(neuron.input, *neuron.args, **neuron.kwargs)
+    if _targets_neuron(neuron):
+        misplaced = misplaced_results(actual)
+        assert not misplaced, f"results on {misplaced}, expected neuron"
+    compare(op_process(neuron, actual), op_process(cpu, expected), dtype)
+    m = torch.neuron.get_dynamo_metrics()
+    if m["graphs_compiled"] == 0:
+        return "not compiled: Dynamo ran the call eagerly (graph break)"
+    if m["eager_pieces"] or m["fallback_ops"]:
+        return "partly eager: " + ", ".join(sorted(m["fallback_ops"])) if m["fallback_ops"] else "partly eager"
+    return ""
+
+
 # -------------------------------------------------------------------------------------------------- driving
 
 
@@ -414,8 +445,11 @@ def _one(op: OpInfo, cpu: SampleInput, dtype: torch.dtype, kind: str, index: int
             check_inplace(op, cpu, dtype)
         elif kind == "grad":
             check_grad(op, cpu, dtype)
+        elif kind == COMPILED:
+            note = check_compiled(op, cpu, dtype)
+            return Outcome(key, dtype, kind, index, "pass", note)
         else:
-            raise ValueError(f"unknown check kind {kind!r}; expected one of {KINDS}")
+            raise ValueError(f"unknown check kind {kind!r}; expected one of {(*KINDS, COMPILED)}")
     except SkipSample as s:
         return Outcome(key, dtype, kind, index, "skip", str(s))
     except _CpuRejects as s:

@@ -5,6 +5,8 @@
     python -m tests.conformance.report --full --dtypes float32,bfloat16 --json out.json
     python -m tests.conformance.report --ops add,mm --kinds sample,grad -v
     python -m tests.conformance.report --eager lowered # strict eager: every op through StableHLO + XLA:CPU
+    python -m tests.conformance.report --full --dtypes float32 --kinds compiled --max-samples 1
+                                                       # each op inside torch.compile(backend="neuron")
 
 A sample counts once per kind of check (sample, noncontig, out, inplace, grad). "pass %" is
 pass / (pass + fail): skips are samples a check does not apply to (no out= form, the CPU itself rejects
@@ -94,6 +96,8 @@ def check_op(op, dtypes, kinds, max_samples) -> list[dict]:
                 "pass": c["pass"], "fail": c["fail"], "skip": c["skip"],
                 "xfail": known_failures.xfail_reason(key, kind, dtype),
                 "failures": [[o.index, o.detail] for o in outcomes if o.status == "fail"],
+                # compiled checks: passes whose call was not one fully lowered graph
+                "eager": [[o.index, o.detail] for o in outcomes if o.status == "pass" and o.detail],
             })
     return records
 
@@ -228,6 +232,12 @@ def main(argv: list[str] | None = None) -> int:
         ran = c["pass"] + c["fail"]
         pct = 100.0 * c["pass"] / ran if ran else 100.0
         print(f"{name:<14}{c['pass']:>8}{c['fail']:>7}{c['known']:>7}{c['skip']:>8}{pct:>8.2f}%")
+    eager = [r for r in records if r.get("eager")]
+    if eager:
+        ops_eager = sorted({r["op"] for r in eager})
+        print(f"\nright, but not fully lowered ({len(ops_eager)} ops): what ran eagerly")
+        for r in eager:
+            print(f"  {r['op']} [{r['kind']}, {r['dtype']}]: {r['eager'][0][1][:160]}")
     if unexpected:
         print("\nunexpected failures (not in tests/conformance/known_failures.py), by (op, check, dtype):")
         for r in unexpected:

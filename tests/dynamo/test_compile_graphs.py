@@ -196,3 +196,24 @@ def test_autocast_bfloat16_and_checkpointing_under_compile():
     assert_same(c_out, e_out, rtol=2e-2, atol=2e-2)  # bfloat16 rounding of a different summation order
     for a, b in zip(e_grads, c_grads):
         assert_same(b, a, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("executor", ["aten", "xla"])
+def test_dtype_views_unsigned_and_empty_outputs_keep_eagers_dtypes(executor, monkeypatch):
+    """Found by the compiled OpInfo sweep: a view in another dtype (view_as_complex) came back in the input's
+    dtype, uint64 and an empty uint8 came back signed or widened from the StableHLO, and empty_like's
+    StableHLO did not compile."""
+    monkeypatch.setenv("TORCHNEURON_SIM_EXECUTOR", executor)
+    x = torch.randn(5, 2)
+    xd = x.to("neuron")
+
+    def fn(t):
+        return (torch.view_as_complex(t) * 2, t.view(torch.int32) + 1, torch.empty_like(t).shape,
+                (t > 0).to(torch.uint8).to(torch.uint64) * 3, t.new_empty_strided((3,), (1,)).dtype)
+
+    got = torch.compile(fn, backend="neuron")(xd)
+    expected = fn(x)
+    assert got[0].dtype == torch.complex64 and got[3].dtype == torch.uint64
+    torch.testing.assert_close(got[0].cpu(), expected[0])
+    assert torch.equal(got[1].cpu(), expected[1]) and torch.equal(got[3].cpu(), expected[3])
+    assert got[2] == expected[2] and got[4] == expected[4]

@@ -210,8 +210,11 @@ def call_on_host_views(fn: Callable[[list[torch.Tensor]], list], ins: list[torch
             results.append(o)
             continue
         base = direct.get(o.untyped_storage().data_ptr()) if o.numel() else None
-        if base is not None:  # a view of an input: a view of the neuron tensor
+        if base is not None and base.dtype == o.dtype:  # a view of an input: a view of the neuron tensor
             results.append(base.as_strided(o.shape, o.stride(), o.storage_offset()))
+        elif base is not None:  # a view in another dtype (view_as_complex, view(dtype)): the same memory
+            results.append(torch.empty(0, dtype=o.dtype, device=base.device).set_(
+                base.untyped_storage(), o.storage_offset(), o.shape, o.stride()))
         else:
             results.append(_C._from_host_result(o, index))
     return results

@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import torch
 
-from .allocation import _prims_uninitialized_strided, _uninitialized, _uninitialized_strided
+from .allocation import (_new_uninitialized_strided, _prims_uninitialized_strided, _uninitialized, _uninitialized_like,
+                         _uninitialized_permuted, _uninitialized_strided)
 from .prims import _BINARY, _UNARY, _prims_table
 from .views import _copy_ops, _slice, _slice_scatter, _view_any_strides
 from .zero_d import wrap_zero_d
@@ -27,6 +28,9 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.empty.memory_format: _uninitialized,
         aten.empty_strided.default: _uninitialized_strided,
         torch.ops.prims.empty_strided.default: _prims_uninitialized_strided,
+        aten.empty_like.default: _uninitialized_like,
+        aten.new_empty_strided.default: _new_uninitialized_strided,
+        aten.empty_permuted.default: _uninitialized_permuted,
         aten.slice.Tensor: _slice,
         aten.slice_scatter.default: _slice_scatter,
     }

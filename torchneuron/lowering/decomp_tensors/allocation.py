@@ -17,3 +17,15 @@ def _uninitialized_strided(size, stride, dtype=None, layout=None, device=None, p
 
 def _prims_uninitialized_strided(shape, strides, *, dtype, device, requires_grad=False):
     return _uninitialized(shape, dtype=dtype, device=device)
+
+
+def _uninitialized_like(self, *, dtype=None, layout=None, device=None, pin_memory=None, memory_format=None):
+    return _uninitialized(self.shape, dtype=dtype or self.dtype, device=device)
+
+
+def _new_uninitialized_strided(self, size, stride, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _uninitialized(size, dtype=dtype or self.dtype, device=device)
+
+
+def _uninitialized_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=None):
+    return _uninitialized(size, dtype=dtype, device=device)
