@@ -22,12 +22,14 @@ def _compiler(kind: str):
 
 
 def neuron_backend(gm: fx.GraphModule, example_inputs: list, **kwargs: Any):
-    """The Dynamo backend. ``options=`` of torch.compile are not used (see ``torchneuron.compile_options``)."""
+    """The Dynamo backend. ``mode=`` and ``options=`` of torch.compile are not used (a warning says so once;
+    see ``torchneuron.compile_options``); a graph on CPU tensors returns neuron tensors (``call_contract``)."""
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-    from . import device_interface, metrics
+    from . import call_contract, device_interface, metrics
 
+    call_contract.check_settings(kwargs)
     device_interface.register()
     if metrics.graph_seen(gm.code):
         metrics.add("recompiles")
@@ -38,7 +40,10 @@ def neuron_backend(gm: fx.GraphModule, example_inputs: list, **kwargs: Any):
         # would be materialised as a transposed copy by the forward program on every step
         partition_fn=min_cut_rematerialization_partition,
         keep_inference_input_mutations=True)
-    return backend(gm, example_inputs)
+    compiled = backend(gm, example_inputs)
+    if call_contract.on_cpu_only(example_inputs):
+        return call_contract.results_on_neuron(compiled)
+    return compiled
 
 
 neuron_backend.__name__ = "neuron"
