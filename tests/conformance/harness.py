@@ -21,6 +21,8 @@ generator is the same Mersenne-Twister the CPU kernels draw from.
 from __future__ import annotations
 
 import dataclasses
+import os
+import types
 import warnings
 from typing import Any, Callable, Iterator
 
@@ -362,6 +364,26 @@ def check_grad(op: OpInfo, neuron: SampleInput, dtype: torch.dtype) -> None:
         compare(a, e, dtype)
 
 
+def _as_user_code(fn: Any, depth: int = 0) -> Any:
+    """``fn`` as if a user had written it: Dynamo never traces into files of torch itself, so an OpInfo whose
+    op is a lambda in ``torch/testing`` (``lambda x: torch.cov(x)``) would run eagerly whole, as a call into
+    a skipped function. A copy of the function (and of the torch/testing helpers it calls by name) with
+    another file name is traced like user code."""
+    if (depth > 3 or not isinstance(fn, types.FunctionType)
+            or f"{os.sep}torch{os.sep}testing{os.sep}" not in fn.__code__.co_filename):
+        return fn
+    scope = dict(fn.__globals__)
+    for name in fn.__code__.co_names:
+        if scope.get(name) is not fn:
+            scope[name] = _as_user_code(scope.get(name), depth + 1) if name in scope else None
+        if scope[name] is None:
+            del scope[name]
+    copy = types.FunctionType(fn.__code__.replace(co_filename="<user code>"), scope, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    return copy
+
+
 def check_compiled(op: OpInfo, neuron: SampleInput, dtype: torch.dtype) -> str:
     """The op inside ``torch.compile(backend="neuron")``, from a fresh Dynamo, against the CPU; returns ""
     when the whole call was one fully lowered graph, else what ran eagerly."""
@@ -372,8 +394,10 @@ def check_compiled(op: OpInfo, neuron: SampleInput, dtype: torch.dtype) -> str:
     torch._dynamo.reset()
     torch.neuron.reset_dynamo_metrics()
 
+    fn = _as_user_code(op.op)
+
     def user_fn(inp, *args, **kwargs):
-        return op(inp, *args, **kwargs)
+        return fn(inp, *args, **kwargs)
 
     torch.manual_seed(SEED)
     actual = torch.compile(user_fn, backend="neuron")(neuron.input, *neuron.args, **neuron.kwargs)
