@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from ..lowering import auto_cast as _auto_cast
 from .cost import OpEstimate, Totals, eager_totals, fused_totals, roofline_ns
 from .graph import GraphCost, graph_cost, trace
 from .machine import Machine, machine
@@ -24,29 +25,50 @@ __all__ = ["Estimate", "Machine", "OpEstimate", "Totals", "estimate", "estimate_
 
 
 def estimate(fn_or_module: Any, *inputs: Any, target: str | None = None, mode: str = "eager",
-             **kwargs: Any) -> Estimate:
+             auto_cast: str | tuple[str, str] | None = None, weights: str = "inputs", **kwargs: Any) -> Estimate:
     """Estimated Trainium time of ``fn_or_module(*inputs, **kwargs)`` on one neuron device of ``target``
     (trn1, trn2 or trn3; default ``TORCHNEURON_TARGET``). ``mode`` picks which total ``total_us`` reports:
     ``"eager"`` (every op its own kernel, as ``model.to("neuron")`` runs) or ``"compiled"`` (one fused
-    program, as ``torch.compile(backend="neuron")`` runs); both are always computed."""
+    program, as ``torch.compile(backend="neuron")`` runs); both are always computed.
+
+    ``auto_cast``: the compiler's auto-cast the program is priced with (``"none"``, ``"matmult"``, ``"all"``,
+    with a cast type as in ``"matmult-bf16"``); default: the current ``compile_options`` setting (``none``
+    unless changed). AWS's published benchmarks compile FP32 models with ``matmult-bf16``, neuronx-cc's own
+    default. The estimate prints the setting it assumed.
+    ``weights``: ``"inputs"`` (torch.compile: parameters are read from HBM by every call, at their dtype) or
+    ``"constants"`` (``torch_neuronx.trace``-style inference: weights compiled into the program, so those that
+    only auto-cast operations read are stored at the cast type's width).
+
+    ``fn_or_module`` may also be an ``@nki.jit`` kernel: it is priced by the NKI cost model
+    (``torchneuron.nki.estimate``) as one launch, on the inputs' shapes."""
     if mode not in ("eager", "compiled"):
         raise ValueError(f"torchneuron.estimate: mode must be 'eager' or 'compiled', got {mode!r}")
+    from ..nki.kernel import Kernel
+
+    if isinstance(fn_or_module, Kernel):
+        from .kernels import kernel_estimate
+
+        return kernel_estimate(fn_or_module, inputs, kwargs, target=target, mode=mode)
     gm = trace(fn_or_module, inputs, kwargs)
-    return estimate_graph(gm, target=target, mode=mode)
+    return estimate_graph(gm, target=target, mode=mode, auto_cast=auto_cast, weights=weights)
 
 
-def estimate_graph(gm: torch.fx.GraphModule, *, target: str | None = None, mode: str = "compiled") -> Estimate:
+def estimate_graph(gm: torch.fx.GraphModule, *, target: str | None = None, mode: str = "compiled",
+                   auto_cast: str | tuple[str, str] | None = None, weights: str = "inputs") -> Estimate:
     """The estimate of an ATen-level FX graph whose nodes carry ``meta["val"]`` (a traced or compiled graph)."""
     m = machine(target)
-    cost: GraphCost = graph_cost(gm, m)
+    cast = _auto_cast.parse(auto_cast)
+    cost: GraphCost = graph_cost(gm, m, cast, weights)
     peak = roofline_ns(cost.ops, 0, m)
     return Estimate(
         target=m.target,
         mode=mode,
         ops=cost.ops,
         eager=eager_totals(cost.ops),
-        compiled=fused_totals(cost.ops, cost.fused_bytes, m),
+        compiled=fused_totals(cost.ops, cost.op_bytes, cost.extra_bytes, m),
         roofline_ns=roofline_ns(cost.ops, cost.compulsory_bytes, m),
         flops=sum(op.flops for op in cost.ops),
         peak_tensor_ns=peak,
+        auto_cast=str(cast),
+        weights=weights,
     )

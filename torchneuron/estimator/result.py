@@ -31,6 +31,8 @@ class Estimate:
     roofline_ns: float
     flops: int
     peak_tensor_ns: float     # the FLOPs at the Tensor engine's peak
+    auto_cast: str = "none"   # the compiler auto-cast the estimate assumed (neuronx-cc --auto-cast[-type])
+    weights: str = "inputs"   # "inputs" (read every call) | "constants" (compiled into the program)
 
     @property
     def totals(self) -> Totals:
@@ -86,7 +88,8 @@ class Estimate:
         rows = self.by_op()
         total = sum(r["time_ns"] for r in rows) or 1.0
         head = f"{'op':<52} {'calls':>6} {'FLOPs':>11} {'bytes':>11} {'eager us':>10} {'share':>6}  bound"
-        lines = [f"torchneuron.estimate — target {self.target}, one neuron device", head, "-" * len(head)]
+        lines = [f"torchneuron.estimate — target {self.target}, one neuron device", self.assumptions(), head,
+                 "-" * len(head)]
         for r in rows[:limit]:
             lines.append(f"{r['name'][:52]:<52} {r['calls']:>6} {human(r['flops']):>11} {human(r['bytes'], 'B'):>11} "
                          f"{r['time_ns'] / 1e3:>10.2f} {100 * r['time_ns'] / total:>5.1f}%  {r['bound']}")
@@ -103,9 +106,16 @@ class Estimate:
                      f"{self.mode} runs at {100 * self.fraction_of_peak:.1f}% of the Tensor engine's peak)")
         return "\n".join(lines)
 
+    def assumptions(self) -> str:
+        """The settings this estimate assumed, in one line."""
+        hint = "" if self.auto_cast != "none" else \
+            " (torch.compile's default; AWS's published benchmarks use matmult-bf16: pass auto_cast=)"
+        return f"assumed  : auto-cast {self.auto_cast}{hint}; weights {self.weights}"
+
     def __str__(self) -> str:
         return self.table()
 
     def __repr__(self) -> str:
-        return (f"Estimate(target={self.target!r}, mode={self.mode!r}, total_us={self.total_us:.2f}, "
+        return (f"Estimate(target={self.target!r}, mode={self.mode!r}, auto_cast={self.auto_cast!r}, "
+                f"total_us={self.total_us:.2f}, "
                 f"roofline_us={self.roofline_us:.2f}, ops={len(self.ops)})")
