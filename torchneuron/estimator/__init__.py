@@ -14,14 +14,17 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch.utils import _pytree as pytree
 
 from ..lowering import auto_cast as _auto_cast
 from .cost import OpEstimate, Totals, eager_totals, fused_totals, roofline_ns
 from .graph import GraphCost, graph_cost, trace
 from .machine import Machine, machine
 from .result import Estimate
+from .training import TrainingEstimate, estimate_training
 
-__all__ = ["Estimate", "Machine", "OpEstimate", "Totals", "estimate", "estimate_graph", "machine"]
+__all__ = ["Estimate", "Machine", "OpEstimate", "Totals", "estimate", "estimate_graph", "estimate_training",
+           "machine", "TrainingEstimate"]
 
 
 def estimate(fn_or_module: Any, *inputs: Any, target: str | None = None, mode: str = "eager",
@@ -50,7 +53,10 @@ def estimate(fn_or_module: Any, *inputs: Any, target: str | None = None, mode: s
 
         return kernel_estimate(fn_or_module, inputs, kwargs, target=target, mode=mode)
     gm = trace(fn_or_module, inputs, kwargs)
-    return estimate_graph(gm, target=target, mode=mode, auto_cast=auto_cast, weights=weights)
+    est = estimate_graph(gm, target=target, mode=mode, auto_cast=auto_cast, weights=weights)
+    first = next((t for t in pytree.tree_leaves((inputs, kwargs)) if isinstance(t, torch.Tensor)), None)
+    est.batch = int(first.shape[0]) if first is not None and first.dim() > 0 else 1
+    return est
 
 
 def estimate_graph(gm: torch.fx.GraphModule, *, target: str | None = None, mode: str = "compiled",

@@ -14,6 +14,11 @@ def human(n: float, unit: str = "") -> str:
     return f"{n:.0f} {unit}".rstrip()
 
 
+def usd(x: float) -> str:
+    """Dollars with three significant digits at least ($0.0934, $1.34, $2,150)."""
+    return f"${x:,.2f}" if abs(x) >= 100 else f"${x:.3g}"
+
+
 @dataclass
 class Estimate:
     """Estimated Trainium device time of one call (``total_us`` for ``mode``; both modes are kept).
@@ -33,6 +38,7 @@ class Estimate:
     peak_tensor_ns: float     # the FLOPs at the Tensor engine's peak
     auto_cast: str = "none"   # the compiler auto-cast the estimate assumed (neuronx-cc --auto-cast[-type])
     weights: str = "inputs"   # "inputs" (read every call) | "constants" (compiled into the program)
+    batch: int = 1            # samples per call (the first input's leading dimension)
 
     @property
     def totals(self) -> Totals:
@@ -105,6 +111,29 @@ class Estimate:
         lines.append(f"roofline : {self.roofline_us:10.2f} us  ({human(self.flops)}FLOP matmul work; "
                      f"{self.mode} runs at {100 * self.fraction_of_peak:.1f}% of the Tensor engine's peak)")
         return "\n".join(lines)
+
+    def inferences_per_s(self, devices: int = 1) -> float:
+        """Throughput of ``devices`` neuron devices each running this call back to back (data parallel, as
+        AWS's inference benchmarks run one model per NeuronCore)."""
+        return devices * self.batch / (self.total_us / 1e6) if self.total_us > 0 else float("inf")
+
+    def cost(self, instance_type: object = None, hourly_usd: float | None = None) -> dict:
+        """Dollars per thousand inferences on an instance (default: the target's smallest) with every device
+        serving, at its default hourly rate or ``hourly_usd``; ``low``/``high`` carry the calibration band."""
+        from .calibration import BAND
+        from .instances import default_for, instance
+        from .machine import machine
+
+        inst = instance(instance_type, hourly_usd) if instance_type is not None else default_for(self.target)
+        if hourly_usd is not None:
+            inst = inst.with_rate(hourly_usd)
+        if inst.hourly_usd is None:
+            raise ValueError(f"{inst.name} has no public hourly rate: pass hourly_usd=")
+        devices = inst.chips * machine(self.target).devices_per_chip
+        per_k = inst.hourly_usd / 3600 / self.inferences_per_s(devices) * 1e3
+        return {"instance": inst.name, "hourly_usd": inst.hourly_usd, "devices": devices,
+                "inferences_per_s": self.inferences_per_s(devices), "usd_per_thousand": per_k,
+                "low": per_k * (1 - BAND), "high": per_k * (1 + BAND)}
 
     def assumptions(self) -> str:
         """The settings this estimate assumed, in one line."""
