@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .cost import OpEstimate, Totals
@@ -15,8 +16,11 @@ def human(n: float, unit: str = "") -> str:
 
 
 def usd(x: float) -> str:
-    """Dollars with three significant digits at least ($0.0934, $1.34, $2,150)."""
-    return f"${x:,.2f}" if abs(x) >= 100 else f"${x:.3g}"
+    """Dollars with three significant digits, never in exponent form ($0.0000934, $1.34, $2,150.00)."""
+    if x == 0 or abs(x) >= 100:
+        return f"${x:,.2f}"
+    digits = max(2, 2 - math.floor(math.log10(abs(x))))
+    return f"${x:.{digits}f}"
 
 
 @dataclass
