@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from torchneuron.estimator import calibration, estimate
+from torchneuron.estimator.kernels import estimate_kernel
 from torchneuron.nki import calibration as nki_calibration
 
 
@@ -30,7 +31,7 @@ def test_the_bert_points_rest_on_the_assumed_setting():
 
 def test_an_nki_kernel_is_priced_by_the_nki_cost_model():
     lhsT, rhs = torch.zeros(512, 256, dtype=torch.bfloat16), torch.zeros(512, 1024, dtype=torch.bfloat16)
-    est = estimate(nki_calibration.KERNELS["hoist_load"], lhsT, rhs, target="trn1", mode="compiled")
+    est = estimate_kernel(nki_calibration.KERNELS["hoist_load"], lhsT, rhs, target="trn1")
     [row] = est.ops
     assert row.name == "nki::matmul_hoist_load" and row.flops == 2 * 512 * 256 * 1024
     assert est.compiled_us == est.eager_us >= est.roofline_us > 0
@@ -40,6 +41,8 @@ def test_an_nki_kernel_is_priced_by_the_nki_cost_model():
     args = (np.zeros((512, 256), ml_dtypes.bfloat16), np.zeros((512, 1024), ml_dtypes.bfloat16))
     report = launch(nki_calibration.KERNELS["hoist_load"].func, args, {}, (), "legacy", target_named("trn1")).report
     assert est.compiled.total_ns == pytest.approx(report.latency_ns, rel=0.05)
+    with pytest.raises(TypeError, match="use torchneuron.estimator.kernels.estimate_kernel"):
+        estimate(nki_calibration.KERNELS["hoist_load"], lhsT, rhs)
 
 
 @pytest.mark.slow

@@ -42,16 +42,14 @@ def estimate(fn_or_module: Any, *inputs: Any, target: str | None = None, mode: s
     ``"constants"`` (``torch_neuronx.trace``-style inference: weights compiled into the program, so those that
     only auto-cast operations read are stored at the cast type's width).
 
-    ``fn_or_module`` may also be an ``@nki.jit`` kernel: it is priced by the NKI cost model
-    (``torchneuron.nki.estimate``) as one launch, on the inputs' shapes."""
+    An ``@nki.jit`` kernel is priced by ``torchneuron.estimator.kernels.estimate_kernel`` (the NKI cost
+    model, one launch on the inputs' shapes)."""
     if mode not in ("eager", "compiled"):
         raise ValueError(f"torchneuron.estimate: mode must be 'eager' or 'compiled', got {mode!r}")
-    from ..nki.kernel import Kernel
-
-    if isinstance(fn_or_module, Kernel):
-        from .kernels import kernel_estimate
-
-        return kernel_estimate(fn_or_module, inputs, kwargs, target=target, mode=mode)
+    if type(fn_or_module).__module__.startswith("torchneuron.nki"):
+        # nki sits above this package (its torch bridge prices compiled programs with it): no import of it here
+        raise TypeError("torchneuron.estimate: an @nki.jit kernel is priced by the NKI cost model: use "
+                        "torchneuron.estimator.kernels.estimate_kernel(kernel, *inputs, target=...)")
     gm = trace(fn_or_module, inputs, kwargs)
     est = estimate_graph(gm, target=target, mode=mode, auto_cast=auto_cast, weights=weights)
     first = next((t for t in pytree.tree_leaves((inputs, kwargs)) if isinstance(t, torch.Tensor)), None)

@@ -9,8 +9,8 @@ engine rate, a bandwidth or an overhead from the reference notes (``machine.py``
   NeuronCore of a trn1 chip, sequence length 128: P50 latency 0.94 ms at batch 1 and 9.35 ms at batch 16
   (aws-neuron-sdk docs, ``about-neuron/benchmarks/trn1/``, trn1 inference performance).
 * AWS's NKI matrix-multiplication tutorial, ``lhsT [8192, 4096] x rhs [8192, 8192]`` in bf16 on one trn1
-  NeuronCore: 51.80 / 42.96 / 22.07 / 6.97 ms for its four versions (``torchneuron.nki.calibration``). An
-  ``@nki.jit`` kernel given to ``estimate`` is priced by the NKI cost model.
+  NeuronCore: 51.80 / 42.96 / 22.07 / 6.97 ms for its four versions (``torchneuron.nki.calibration``), priced
+  by ``kernels.estimate_kernel`` (the NKI cost model).
 
     python -m torchneuron.estimator.calibration          # the table in docs/estimate.md
 """
@@ -23,7 +23,9 @@ from dataclasses import dataclass
 
 import torch
 
-BAND = 0.25  # every calibration point within 25 % of its published number
+from .band import BAND  # every calibration point within 25 % of its published number
+
+__all__ = ["BAND", "BERT_TRN1", "Point", "bert_points", "nki_matmul_points"]
 
 # (batch, published P50 ms)
 BERT_TRN1 = ((1, 0.94), (16, 9.35))
@@ -68,14 +70,14 @@ def nki_matmul_points(names: tuple[str, ...] | None = None) -> list[Point]:
     from ..nki import calibration as nki_calibration
     from ..nki.legacy import language as nl
     from ..nki.legacy import typing as nt
-    from . import estimate
+    from .kernels import estimate_kernel
 
     shape = nki_calibration.SHAPE
     lhsT = nt.tensor[[shape["K"], shape["M"]], nl.bfloat16].placeholder()
     rhs = nt.tensor[[shape["K"], shape["N"]], nl.bfloat16].placeholder()
     points = []
     for name in names or tuple(nki_calibration.KERNELS):
-        est = estimate(nki_calibration.KERNELS[name], lhsT, rhs, target="trn1", mode="compiled")
+        est = estimate_kernel(nki_calibration.KERNELS[name], lhsT, rhs, target="trn1")
         points.append(Point(f"NKI matmul tutorial: {name}", nki_calibration.PUBLISHED_MS[name],
                             est.compiled_us / 1e3))
     return points

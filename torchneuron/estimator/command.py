@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from .calibration import BAND
+from .band import BAND
 from .result import usd
 
 

@@ -1,5 +1,6 @@
-"""``estimate`` of an ``@nki.jit`` kernel: one launch priced by the NKI cost model (``torchneuron.nki.cost``:
-the documented per-instruction costs scheduled over the engines and DMA queues), shaped as an ``Estimate``.
+"""``estimate_kernel``: the estimate of an ``@nki.jit`` kernel, one launch priced by the NKI cost model
+(``torchneuron.nki.cost``: the documented per-instruction costs scheduled over the engines and DMA queues),
+shaped as an ``Estimate``.
 
 Arguments may be NumPy arrays, torch tensors (any device, meta included) or ``nt.tensor[[shape], dtype]``
 annotations: only shapes and dtypes matter, the kernel runs on zeros.
@@ -41,7 +42,11 @@ def _meta(value: Any) -> list[TensorMeta]:
     return []
 
 
-def kernel_estimate(kernel: Kernel, inputs: tuple, kwargs: dict, *, target: str | None, mode: str) -> Estimate:
+def estimate_kernel(kernel: Kernel, *inputs: Any, target: str | None = None, mode: str = "compiled",
+                    **kwargs: Any) -> Estimate:
+    """The estimate of one launch of ``kernel(*inputs, **kwargs)`` on ``target`` (default: the configured one)."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"estimate_kernel: expected an @nki.jit kernel, got {type(kernel).__name__}")
     t = target_named(target) if target else current_target()
     args = tuple(_placeholder(a) for a in inputs)
     kw = {k: _placeholder(v) for k, v in kwargs.items()}

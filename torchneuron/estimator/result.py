@@ -124,7 +124,7 @@ class Estimate:
     def cost(self, instance_type: object = None, hourly_usd: float | None = None) -> dict:
         """Dollars per thousand inferences on an instance (default: the target's smallest) with every device
         serving, at its default hourly rate or ``hourly_usd``; ``low``/``high`` carry the calibration band."""
-        from .calibration import BAND
+        from .band import BAND
         from .instances import default_for, instance
         from .machine import machine
 

@@ -18,7 +18,7 @@ from torch import fx
 from torch.utils import _pytree as pytree
 
 from ..lowering import auto_cast as _auto_cast
-from .calibration import BAND
+from .band import BAND
 from .collectives import AllReduce, all_reduce
 from .cost import OpEstimate, Totals, eager_totals, fused_totals
 from .graph import _nbytes, _readers, _root, graph_cost, output_tensors
