@@ -1,12 +1,16 @@
 """``torchneuron.estimate`` (this package, ``torchneuron.estimator``): how long a call would take on a
-Trainium device, without one.
+Trainium device, and what it would cost, without one (docs/estimate.md).
 
-    est = torchneuron.estimate(model, x, target="trn2")
-    print(est)                      # per-op table, eager and compiled totals, roofline
-    est.total_us, est.compiled_us, est.roofline_us, est.fraction_of_peak
+    est = torchneuron.estimate(model, x, target="trn2", mode="compiled", auto_cast="matmult")
+    print(est)                      # per-op table, eager and compiled totals, roofline, assumptions
+    est.total_us, est.compiled_us, est.roofline_us, est.fraction_of_peak, est.cost("trn2.48xlarge")
+    estimate_training(model, x, instance_type="trn1.32xlarge", instances=4)   # a data-parallel step
 
 The call is traced to ATen ops with fake tensors (nothing runs, inputs may be CPU, meta or neuron tensors)
-and each op is costed by an op-level roofline model of one logical NeuronCore (``machine.py``, ``cost.py``).
+and each op is costed by a physical model of one logical NeuronCore (``machine.py``, ``op_work.py``,
+``cost.py``), checked against AWS's published numbers (``calibration.py``). Modules: ``graph`` (tracing, a
+program's HBM traffic), ``training`` (a step), ``collectives`` (all-reduce), ``instances`` (instance types and
+rates), ``kernels`` (``@nki.jit`` kernels), ``command`` (``python -m torchneuron estimate``).
 """
 
 from __future__ import annotations
