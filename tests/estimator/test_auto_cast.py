@@ -34,7 +34,7 @@ def _compiled(model, x, setting):
     return out
 
 
-@pytest.mark.parametrize("cast_type", ["bf16", "fp16", "tf32"])
+@pytest.mark.parametrize("cast_type", ["bf16", "fp16", "tf32", "fp8_e4m3"])
 def test_matmult_rounds_the_matmul_operands_and_accumulates_in_fp32(cast_type):
     model, x = _model(), torch.randn(16, 64)
     none, cast = _compiled(model, x, "none"), _compiled(model, x, f"matmult-{cast_type}")
