@@ -129,3 +129,15 @@ def test_inference_cost_per_thousand_with_its_band():
     assert cost["low"] < cost["usd_per_thousand"] < cost["high"]
     assert est.cost("trn1.2xlarge", hourly_usd=2.6875)["usd_per_thousand"] == pytest.approx(
         2 * cost["usd_per_thousand"])
+
+
+def test_an_update_in_place_is_written_back_even_when_not_returned():
+    from torchneuron.estimator import estimate_graph
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def step(params, grads):
+        torch._foreach_add_(params, grads, alpha=-0.1)
+
+    ps = [torch.randn(1000, device="meta") for _ in range(3)]
+    gm = make_fx(step, tracing_mode="fake")(ps, [p.clone() for p in ps])
+    assert estimate_graph(gm, target="trn1").compiled.hbm_bytes == 3 * 3 * 1000 * 4  # read p, g; write p

@@ -149,11 +149,12 @@ def graph_cost(gm: fx.GraphModule, m: Machine, cast: AutoCast = NONE, weights: s
                 continue
             read.add(root)
             nbytes += int(_nbytes(root) * widths.get(root, 1.0))
-        target = _root(arg_nodes[0]) if arg_nodes else None
-        if base_name(name).endswith("_") and target is not None and target.op == "placeholder" \
-                and target not in mutated:
-            mutated.add(target)
-            nbytes += _nbytes(target)  # an input updated in place: written back
+        if base_name(name).endswith("_") and node.args:  # inputs updated in place (a list: _foreach_*_)
+            first = node.args[0] if isinstance(node.args[0], (list, tuple)) else [node.args[0]]
+            for target in {_root(a) for a in first if isinstance(a, fx.Node)}:
+                if target.op == "placeholder" and target not in mutated:
+                    mutated.add(target)
+                    nbytes += _nbytes(target)  # written back
         if node in returned and est.bound != "-":
             nbytes += sum(t.nbytes for t in outs)
         op_index[node] = len(ops)
