@@ -141,3 +141,27 @@ def test_an_update_in_place_is_written_back_even_when_not_returned():
     ps = [torch.randn(1000, device="meta") for _ in range(3)]
     gm = make_fx(step, tracing_mode="fake")(ps, [p.clone() for p in ps])
     assert estimate_graph(gm, target="trn1").compiled.hbm_bytes == 3 * 3 * 1000 * 4  # read p, g; write p
+
+
+def test_tensor_parallel_splits_the_work_and_pays_its_collectives():
+    from transformers import BertConfig, BertForMaskedLM
+
+    config = BertConfig(num_hidden_layers=2, hidden_size=256, num_attention_heads=4, intermediate_size=1024)
+    with torch.device("meta"):
+        model = BertForMaskedLM(config)
+    ids = torch.zeros(4, 128, dtype=torch.long, device="meta")
+    one = estimate_training(model, ids, target="trn1", instance_type="trn1.32xlarge")
+    four = estimate_training(model, ids, target="trn1", instance_type="trn1.32xlarge", tensor_parallel=4)
+    assert four.workers == one.workers // 4 and four.tensor_parallel == 4
+    assert four.part("forward").flops == one.part("forward").flops // 4
+    assert four.allreduce.nbytes == one.allreduce.nbytes // 4
+    [tp] = [p for p in four.parts if p.name.startswith("tensor-parallel collectives")]
+    # 8 ring all-gathers / reduce-scatters per layer of the (tokens x hidden) FP32 activations, over NeuronLink
+    m = machine("trn1")
+    one_collective = 3 / 4 * 4 * 128 * 256 * 4 / (384 / m.devices_per_chip) + 3 * instances.NEURONLINK_STEP_NS
+    assert tp.totals.total_ns == pytest.approx(8 * 2 * one_collective)
+    with pytest.raises(ValueError, match="must divide the 32 devices"):
+        estimate_training(model, ids, target="trn1", instance_type="trn1.32xlarge", tensor_parallel=3)
+    with pytest.raises(ValueError, match=r"pass transformer=\(layers, hidden\)"):
+        estimate_training(_mlp(128), torch.randn(8, 128, device="meta"), target="trn1",
+                          instance_type="trn1.32xlarge", tensor_parallel=2)

@@ -44,6 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instances", type=int, default=1)
     p.add_argument("--devices", type=int, default=None, help="data-parallel devices per instance (default: all)")
     p.add_argument("--overlap", default="backward", choices=("backward", "none"))
+    p.add_argument("--tensor-parallel", type=int, default=1, help="--train: devices per model replica (Megatron "
+                                                                   "tensor + sequence parallel, idealised)")
     p.add_argument("--rate", type=float, default=None, help="hourly rate in USD (default: the documented table)")
     p.add_argument("--rows", type=int, default=15, help="op rows in the inference table")
     p.add_argument("--json", action="store_true", help="print the numbers as JSON")
@@ -90,7 +92,8 @@ def _from_config(path: Path, batch: int, seq: int, train: bool) -> tuple[Any, tu
 def plan(source: str | os.PathLike, *, target: str | None = None, mode: str = "compiled", auto_cast: Any = None,
          weights: str = "inputs", batch: int = 1, seq: int = 128, train: bool = False, optimizer: str = "adamw",
          instance: str | None = None, instances: int = 1, devices: int | None = None, overlap: str = "backward",
-         rate: float | None = None, progress: bool = False, rows: int = 15) -> tuple[dict, str]:
+         rate: float | None = None, progress: bool = False, rows: int = 15,
+         tensor_parallel: int = 1) -> tuple[dict, str]:
     """(numbers, planning table) for ``source``: what ``python -m torchneuron estimate`` prints."""
     from . import estimate, estimate_training
     from .progress import Progress
@@ -99,10 +102,12 @@ def plan(source: str | os.PathLike, *, target: str | None = None, mode: str = "c
     if train:
         est = estimate_training(model, *inputs, loss_fn=loss_fn, optimizer=optimizer, target=target, mode=mode,
                                 auto_cast=auto_cast, instance_type=instance, hourly_usd=rate, devices=devices,
-                                instances=instances, overlap=overlap, progress=progress)
+                                instances=instances, overlap=overlap, tensor_parallel=tensor_parallel,
+                                progress=progress)
         numbers = {"kind": "training", "source": str(source), "target": est.target, "mode": est.mode,
                    "auto_cast": est.auto_cast, "instance": est.instance.name, "workers": est.workers,
-                   **{f"{p.name.split(' ')[0]}_us": p.us for p in est.parts},
+                   "tensor_parallel": est.tensor_parallel,
+                   **{f"{p.name.split(' ')[0].replace('-', '_')}_us": p.us for p in est.parts},
                    "allreduce_us": est.allreduce.total_ns / 1e3, "exposed_allreduce_us": est.exposed_allreduce_us,
                    "step_us": est.step_us, "samples_per_s": est.samples_per_s, "tokens_per_s": est.tokens_per_s,
                    "mfu": est.mfu, "hourly_usd": est.hourly_usd, "usd_per_million_tokens": est.usd_per_million_tokens,
@@ -135,6 +140,6 @@ def run(args: argparse.Namespace) -> int:
                          weights=args.weights, batch=args.batch, seq=args.seq, train=args.train,
                          optimizer=args.optimizer, instance=args.instance, instances=args.instances,
                          devices=args.devices, overlap=args.overlap, rate=args.rate, progress=not args.quiet,
-                         rows=args.rows)
+                         rows=args.rows, tensor_parallel=args.tensor_parallel)
     print(json.dumps(numbers, indent=2, default=str) if args.json else text)
     return 0

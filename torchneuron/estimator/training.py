@@ -25,6 +25,7 @@ from .graph import _nbytes, _readers, _root, graph_cost, output_tensors
 from .instances import Instance, default_for, instance
 from .machine import Machine, machine
 from .progress import Progress
+from .tensor_parallel import collectives, shard, transformer_shape
 from .result import human, usd
 
 DDP_BUCKET_BYTES = 25 * 2 ** 20  # gradients are all-reduced in buckets of this size as the backward makes them
@@ -56,12 +57,13 @@ class TrainingEstimate:
     exposed_allreduce_us: float       # the part of the all-reduce the backward does not hide
     overlap: str
     instance: Instance
-    devices: int                      # data-parallel devices per instance
+    devices: int                      # data-parallel replicas per instance (each tensor_parallel devices)
     instances: int
     samples_per_device: int
     tokens_per_sample: int | None
     peak_flops_per_ns: float
     notes: list[str] = field(default_factory=list)
+    tensor_parallel: int = 1          # devices per model replica
 
     def part(self, name: str) -> Part:
         return next(p for p in self.parts if p.name == name)
@@ -76,6 +78,7 @@ class TrainingEstimate:
 
     @property
     def workers(self) -> int:
+        """Data-parallel replicas (each ``tensor_parallel`` devices)."""
         return self.devices * self.instances
 
     @property
@@ -88,7 +91,8 @@ class TrainingEstimate:
 
     @property
     def flops_per_device(self) -> int:
-        """Matmul FLOPs of one device's forward and backward (model FLOPs: the optimizer's are not counted)."""
+        """Matmul FLOPs of one device's forward and backward (model FLOPs: the optimizer's are not counted;
+        with tensor parallel, the device's shard)."""
         return self.part("forward").flops + self.part("backward").flops
 
     @property
@@ -115,18 +119,19 @@ class TrainingEstimate:
         band = f"±{BAND:.0%}"
         lines = [f"torchneuron.estimate_training — {self.target}, {self.mode}, auto-cast {self.auto_cast}, "
                  f"optimizer {self.optimizer}",
-                 f"data parallel: {self.devices} device(s) x {self.instances} instance(s) of {self.instance.name} "
-                 f"= {self.workers} worker(s), {self.samples_per_device} sample(s) per device",
-                 f"{'part':<34} {'time us':>12} {'share':>7}  bound"]
+                 f"data parallel: {self.devices} replica(s) x {self.instances} instance(s) of {self.instance.name} "
+                 f"= {self.workers} worker(s) of {self.tensor_parallel} device(s), {self.samples_per_device} "
+                 "sample(s) per worker",
+                 f"{'part':<44} {'time us':>12} {'share':>7}  bound"]
         total = self.step_us or 1.0
         for p in self.parts:
-            lines.append(f"{p.name:<34} {p.us:>12.1f} {100 * p.us / total:>6.1f}%  {p.totals.bound}")
+            lines.append(f"{p.name:<44} {p.us:>12.1f} {100 * p.us / total:>6.1f}%  {p.totals.bound}")
         ar = self.allreduce
-        lines.append(f"{'gradient all-reduce':<34} {ar.total_ns / 1e3:>12.1f} {'':>7}  "
+        lines.append(f"{'gradient all-reduce':<44} {ar.total_ns / 1e3:>12.1f} {'':>7}  "
                      f"{human(ar.nbytes, 'B')} over {ar.workers} workers ({ar.link})")
-        lines.append(f"{'  exposed':<34} {self.exposed_allreduce_us:>12.1f} "
+        lines.append(f"{'  exposed':<44} {self.exposed_allreduce_us:>12.1f} "
                      f"{100 * self.exposed_allreduce_us / total:>6.1f}%  {self.overlap}")
-        lines.append(f"{'step':<34} {self.step_us:>12.1f}")
+        lines.append(f"{'step':<44} {self.step_us:>12.1f}")
         lines.append(f"throughput : {self.samples_per_s:,.1f} samples/s"
                      + (f", {self.tokens_per_s:,.0f} tokens/s" if self.tokens_per_s is not None else ""))
         lines.append(f"MFU        : {100 * self.mfu:.1f}% ({human(self.flops_per_device)}FLOP per device per step)")
@@ -197,7 +202,9 @@ def estimate_training(model: torch.nn.Module, *inputs: Any, loss_fn=None, optimi
                       target: str | None = None, mode: str = "compiled", auto_cast: Any = None,
                       instance_type: str | Instance | None = None, hourly_usd: float | None = None,
                       devices: int | None = None, instances: int = 1, overlap: str = "backward",
-                      tokens_per_sample: int | None = None, progress: bool = False, **kwargs: Any) -> TrainingEstimate:
+                      tokens_per_sample: int | None = None, tensor_parallel: int = 1,
+                      transformer: tuple[int, int] | None = None, progress: bool = False,
+                      **kwargs: Any) -> TrainingEstimate:
     """Estimated training step of ``model`` on ``inputs`` (one device's micro-batch) on ``target``.
 
     ``loss_fn(output)`` makes the loss (default: ``output.loss`` when the model returns one, else the mean
@@ -205,7 +212,12 @@ def estimate_training(model: torch.nn.Module, *inputs: Any, loss_fn=None, optimi
     ``devices`` neuron devices per instance (default: every device of ``instance_type``) and ``instances``
     instances; ``overlap="backward"`` (gradient buckets all-reduced while the backward runs, the last one
     exposed, as DDP does) or ``"none"``. ``tokens_per_sample`` defaults to the second dimension of an integer
-    (token id) first input. ``hourly_usd`` overrides the instance's default rate."""
+    (token id) first input. ``hourly_usd`` overrides the instance's default rate.
+
+    ``tensor_parallel=k`` shards the model over groups of ``k`` devices (Megatron tensor + sequence
+    parallel, idealised: ``tensor_parallel.py``); data parallel then runs over ``devices * instances / k``
+    groups. ``inputs`` stay one data-parallel group's micro-batch; ``transformer=(layers, hidden)`` sizes the
+    collectives when the model has no Hugging Face config."""
     if mode not in ("eager", "compiled"):
         raise ValueError(f"torchneuron.estimate_training: mode must be 'eager' or 'compiled', got {mode!r}")
     if overlap not in ("backward", "none"):
@@ -224,6 +236,14 @@ def estimate_training(model: torch.nn.Module, *inputs: Any, loss_fn=None, optimi
     if not 1 <= devices <= per_instance:
         raise ValueError(f"torchneuron.estimate_training: {inst.name} has {per_instance} neuron devices "
                          f"({inst.chips} chip(s) x {m.devices_per_chip}); devices={devices}")
+    k = int(tensor_parallel)
+    if k < 1 or devices % k:
+        raise ValueError(f"torchneuron.estimate_training: tensor_parallel={tensor_parallel} must divide the "
+                         f"{devices} devices per instance")
+    shape = transformer or (transformer_shape(model) if k > 1 else None)
+    if k > 1 and shape is None:
+        raise ValueError("torchneuron.estimate_training: tensor_parallel needs the transformer's shape: pass "
+                         "transformer=(layers, hidden)")
     cast = _auto_cast.parse(auto_cast)
     loss_fn = loss_fn or _default_loss
     params = {k: v for k, v in model.named_parameters() if v.requires_grad}
@@ -252,17 +272,29 @@ def estimate_training(model: torch.nn.Module, *inputs: Any, loss_fn=None, optimi
                                "the backward; please report the model")
         fwd_nodes = set(ops_nodes[:n_fwd])
         saved, reread = _crossing_bytes(gm, fwd_nodes)
-        fwd = _program("forward", cost.ops[:n_fwd], cost.op_bytes[:n_fwd], saved, m, mode)
-        bwd = _program("backward", cost.ops[n_fwd:], cost.op_bytes[n_fwd:], saved + reread, m, mode)
+        fwd = _program("forward", *shard(cost.ops[:n_fwd], cost.op_bytes[:n_fwd], k), saved // k, m, mode)
+        bwd = _program("backward", *shard(cost.ops[n_fwd:], cost.op_bytes[n_fwd:], k), (saved + reread) // k, m,
+                       mode)
         report.stage(f"tracing the {optimizer} update")
         step = _optimizer_step(optimizer)
         plist = list(params.values())
         state = [[p.detach() for p in plist] for _ in range(4)]  # parameters, gradients and the two moments
         gm_o = make_fx(step, tracing_mode="fake")(*state)
         opt_cost = graph_cost(gm_o, m, cast)
-        opt = _program(f"optimizer ({optimizer})", opt_cost.ops, opt_cost.op_bytes, opt_cost.extra_bytes, m, mode)
-    grad_bytes = sum(p.numel() * p.dtype.itemsize for p in plist)
-    ar = all_reduce(grad_bytes, m, inst, devices, instances)
+        opt = _program(f"optimizer ({optimizer})", *shard(opt_cost.ops, opt_cost.op_bytes, k),
+                       opt_cost.extra_bytes // k, m, mode)
+    parts = [fwd, bwd, opt]
+    batch = _batch(inputs)
+    tokens = tokens_per_sample if tokens_per_sample is not None else _tokens(inputs)
+    if k > 1:
+        layers, hidden = shape
+        act = next((t for t in pytree.tree_leaves(inputs) if isinstance(t, torch.Tensor)), None)
+        seq = tokens or (int(act.shape[1]) if act is not None and act.dim() > 2 else 1)
+        tp = collectives(k, layers, batch * seq, hidden, 4, m, inst)
+        parts.append(Part(f"tensor-parallel collectives ({tp.link})", [],
+                          Totals(tp.collective_ns, "DMA", 0, {"DMA": tp.collective_ns})))
+    grad_bytes = sum(p.numel() * p.dtype.itemsize for p in plist) // k
+    ar = all_reduce(grad_bytes, m, inst, devices // k, instances)
     if overlap == "backward" and ar.workers > 1:
         last = min(1.0, DDP_BUCKET_BYTES / max(grad_bytes, 1)) * ar.total_ns
         exposed = max(ar.total_ns - bwd.totals.total_ns, last)
@@ -270,14 +302,15 @@ def estimate_training(model: torch.nn.Module, *inputs: Any, loss_fn=None, optimi
     else:
         exposed = ar.total_ns
         overlap_text = "no overlap" if ar.workers > 1 else "one worker"
-    batch = _batch(inputs)
-    tokens = tokens_per_sample if tokens_per_sample is not None else _tokens(inputs)
     notes = [f"calibrated on inference (band ±{BAND:.0%}); the backward and the collectives are not "
              "calibrated against published numbers"]
     if cast.enabled:
         notes.append(f"auto-cast {cast}: gradients and the optimizer stay FP32")
-    return TrainingEstimate(m.target, mode, str(cast), optimizer, [fwd, bwd, opt], ar, exposed / 1e3, overlap_text,
-                            inst, devices, instances, batch, tokens, m.peak_flops_per_ns, notes)
+    if k > 1:
+        notes.append(f"tensor parallel {k} (Megatron tensor + sequence parallel, idealised): work and weights "
+                     f"split {k} ways, {8 * shape[0]} collectives of the activations per step, not overlapped")
+    return TrainingEstimate(m.target, mode, str(cast), optimizer, parts, ar, exposed / 1e3, overlap_text,
+                            inst, devices // k, instances, batch, tokens, m.peak_flops_per_ns, notes, k)
 
 
 def _op_nodes(gm: fx.GraphModule) -> list[fx.Node]:
