@@ -107,3 +107,17 @@ def test_all_rounds_every_fp32_operation_input():
     # boundary (FP32 summation order decides which), i.e. one bf16 step of one input, never more
     assert err.median() < 2e-6 and err.max() < 1e-3
     assert (ref - _reference(model, x, "bf16")).abs().mean() > 25 * 2e-6  # all is not matmult
+
+
+def test_estimate_assumes_the_compile_setting_and_says_so():
+    from torchneuron.estimator import estimate
+
+    with torch.device("meta"):
+        model, x = _model(), torch.randn(512, 64)
+    plain = estimate(model, x, target="trn1", mode="compiled")
+    assert plain.auto_cast == "none" and "auto-cast none (torch.compile's default" in str(plain)
+    with torchneuron.compile_options(auto_cast="matmult"):
+        cast = estimate(model, x, target="trn1", mode="compiled")
+    assert cast.auto_cast == "matmult-bf16" and "auto-cast matmult-bf16" in str(cast)
+    tensor = [sum(op.engines.get("Tensor", 0) for op in e.ops) for e in (plain, cast)]
+    assert tensor[1] == pytest.approx(tensor[0] / 4)  # FP32 matmuls at a quarter of the 16-bit rate
