@@ -72,7 +72,13 @@ def main(argv: list[str] | None = None) -> int:
     prof.add_argument("--record-shapes", action="store_true", help="record input shapes of CPU ops")
     prof.add_argument("script")
     prof.add_argument("script_args", nargs=argparse.REMAINDER)
+    from torchneuron.estimator import command as estimate_command
+
+    estimate_command.add_arguments(sub.add_parser(
+        "estimate", help="the Trainium time and cost of a script's model or a Hugging Face config.json, no device"))
     args = parser.parse_args(argv)
+    if args.command == "estimate":
+        return estimate_command.run(args)
     if args.command == "info":
         return info()
     if args.command == "profile":

@@ -3,7 +3,12 @@
 The command line follows what AWS's backend runs (see docs/lowering.md):
 
     neuronx-cc compile module.mlir --framework XLA --target <trn1|trn2|trn3> --lnc <1|2> -O<1|2|3>
-        --model-type transformer --auto-cast=none [$NEURON_CC_FLAGS...] --output module.neff
+        --model-type transformer --auto-cast=<mode> [--auto-cast-type=<type>] [$NEURON_CC_FLAGS...]
+        --output module.neff
+
+The auto-cast setting is ``torchneuron.compile_options(auto_cast=...)`` (``lowering/auto_cast.py``; default
+``none``, as AWS's backend passes); flags in ``NEURON_CC_FLAGS`` come later and so win, as neuronx-cc takes the
+last of competing options.
 
 ``module.mlir`` holds the StableHLO text; the NEFF bytes are what the cache stores. Executing a NEFF needs
 the ``nrt`` runtime (a Trn host, or the contract fake in ``torchneuron.testing.fake_nrt``; ``neff.py``);
@@ -20,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from .. import _env, targets
+from ..lowering import auto_cast
 from .neff import NAME, NeffExecutable
 
 __all__ = ["NAME", "NeffExecutable", "NeuronxCcError", "command", "compile_to_bytes", "extra_flags", "find", "version"]
@@ -50,7 +56,8 @@ def version(path: str | None = None) -> str:
 
 
 def extra_flags() -> tuple[str, ...]:
-    return tuple(shlex.split(_env.get(_env.CC_FLAGS)))
+    """Flags after the fixed ones: the auto-cast setting, then ``NEURON_CC_FLAGS`` (part of the cache key)."""
+    return (*auto_cast.current().flags(), *shlex.split(_env.get(_env.CC_FLAGS)))
 
 
 def command(module: Path, neff: Path, *, target: str, lnc: int, opt_level: int, exe: str = "neuronx-cc") -> list[str]:
@@ -61,7 +68,7 @@ def command(module: Path, neff: Path, *, target: str, lnc: int, opt_level: int, 
     if opt_level not in (1, 2, 3):
         raise ValueError(f"neuronx-cc optimisation level must be 1, 2 or 3, got {opt_level!r}")
     return [exe, "compile", str(module), "--framework", "XLA", "--target", target, "--lnc", str(lnc),
-            f"-O{opt_level}", "--model-type", "transformer", "--auto-cast=none", *extra_flags(),
+            f"-O{opt_level}", "--model-type", "transformer", *extra_flags(),
             "--output", str(neff)]
 
 

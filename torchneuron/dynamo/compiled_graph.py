@@ -14,6 +14,7 @@ import warnings
 import torch
 import torch.fx as fx
 
+from ..lowering import auto_cast
 from . import debug, metrics, options
 from .program import Program
 
@@ -54,6 +55,10 @@ class CompiledGraph:
             self._static = self._build(gm)
 
     def _build(self, gm: fx.GraphModule) -> Program:
+        # Auto-cast (compile_options(auto_cast=...)): on the simulator, round the FP32 operands neuronx-cc would
+        # cast, before partitioning, so every executor (XLA, ATen, Inductor) computes with the hardware's
+        # operand values; on a Trn host neuronx-cc casts them itself (the setting is on its command line).
+        gm = auto_cast.emulate(gm) if _compile_target() == "sim" else gm
         dump = debug.graph_dumper(self.kind)
         dump("", "aot_graph.py", gm.code)
         t0 = time.perf_counter()

@@ -19,27 +19,38 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
+from ..lowering import auto_cast as _auto_cast
+
 _buckets: dict[int | None, list[int]] = {}
 
 
 @contextlib.contextmanager
-def _restore(saved: dict) -> Iterator[None]:
+def _restore(saved: dict, saved_cast: _auto_cast.AutoCast) -> Iterator[None]:
     try:
         yield
     finally:
         _buckets.clear()
         _buckets.update(saved)
+        _auto_cast.set_current(saved_cast)
 
 
-def compile_options(*, buckets: dict[int, Sequence[int]] | Sequence[int] | None = None):
+def compile_options(*, buckets: dict[int, Sequence[int]] | Sequence[int] | None = None,
+                    auto_cast: str | tuple[str, str] | None = None):
     """Set compile options for ``torch.compile(backend="neuron")``; usable as a context manager too (the
     previous options come back on exit).
 
     ``buckets``: sizes to pad dynamic dimensions to, either a list (every dynamic dimension) or a dict from a
     tensor dimension index to its sizes (``{0: [8, 16, 32], 1: [128, 256]}``). ``None`` or ``{}`` turns
     bucketing off.
+
+    ``auto_cast``: neuronx-cc's auto-cast, ``"none"`` (the default: compiled numerics equal eager ones),
+    ``"matmult"`` or ``"all"``, optionally with the cast type (``"matmult-bf16"``, ``("matmult", "fp16")``;
+    bf16, fp16, tf32, fp8_e4m3). Passed to neuronx-cc on a Trn host and emulated by the simulator (FP32
+    matmul operands rounded to the type, FP32 accumulation); ``None`` keeps the current setting.
     """
-    saved = dict(_buckets)
+    saved, saved_cast = dict(_buckets), _auto_cast.current()
+    if auto_cast is not None:
+        _auto_cast.set_current(auto_cast)  # parsed first: a bad value changes nothing
     _buckets.clear()
     if buckets:
         items = buckets.items() if isinstance(buckets, dict) else [(None, buckets)]
@@ -49,7 +60,7 @@ def compile_options(*, buckets: dict[int, Sequence[int]] | Sequence[int] | None 
                 raise ValueError(f"compile_options(buckets=...): {dim!r}: {list(sizes)} must map a dimension "
                                  "index to positive sizes, e.g. buckets={0: [8, 16, 32]}")
             _buckets[dim] = sizes
-    return _restore(saved)
+    return _restore(saved, saved_cast)
 
 
 def _bucket_for(dim: int, size: int) -> int:

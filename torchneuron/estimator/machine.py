@@ -25,6 +25,7 @@ MIN_II_CYCLES = 64
 # its inputs and one to store its outputs; a compiled graph pays them once.
 DMA_LATENCY_NS = 1300.0
 
+_GENERATION = {"trn1": "gen2", "trn2": "gen3", "trn3": "gen4"}
 _TENSOR_16BIT = {torch.bfloat16, torch.float16}
 _FP8 = {t for t in (getattr(torch, n, None) for n in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
                                                       "float8_e5m2fnuz")) if t is not None}
@@ -50,6 +51,16 @@ class Machine:
         if dtype in _TENSOR_16BIT or dtype in _FP8:
             return self.tensor_bf16_flops_per_ns
         return self.tensor_fp32_flops_per_ns
+
+    @property
+    def stream_bytes_per_ns(self) -> float:
+        """HBM <-> SBUF traffic passes through the device's DMA queues: the slower of its share of the chip's
+        HBM bandwidth and its queues' streaming rate (trn1: 272 GB/s of queues against a 410 GB/s share)."""
+        return min(self.hbm_bytes_per_ns, self.dma_bytes_per_ns)
+
+    @property
+    def devices_per_chip(self) -> int:
+        return max(1, _CORES_PER_CHIP[_GENERATION[self.target]] // self.lnc)
 
     def vector_rate(self, dtype: torch.dtype) -> float:
         return self.vector_elems_per_ns_16bit if dtype.itemsize == 2 else self.vector_elems_per_ns

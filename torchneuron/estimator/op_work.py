@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch.utils import flop_counter
 
+from ..lowering.auto_cast import NONE, AutoCast
 from .machine import Machine
 
 TENSOR, VECTOR, SCALAR, DMA, HBM = "Tensor", "Vector", "Scalar", "DMA", "HBM"
@@ -114,30 +115,57 @@ class Work:
     engines: dict[str, float]
     flops: int = 0
     moves_data: bool = True  # False: a view or an allocation (no device work at all)
+    hbm_bytes: int | None = None  # HBM bytes as an eager kernel when not all inputs and outputs (a gather)
 
 
 def is_view(name: str) -> bool:
     return base_name(name).rstrip("_") in _VIEWS or base_name(name) in _VIEWS
 
 
+def is_tensor_op(name: str) -> bool:
+    """Whether op ``name`` runs on the Tensor (matrix-multiplication) engine."""
+    base = base_name(name)
+    plain = base.rstrip("_") if base.endswith("_") and not base.startswith("_") else base
+    return plain in _MATMULS or plain in _CONVS or plain in _CONV_BACKWARDS or plain in _ATTENTION \
+        or (plain.endswith("_backward") and plain[:-len("_backward")] in _ATTENTION)
+
+
+def is_gather(name: str) -> bool:
+    base = base_name(name)
+    return base.rstrip("_") in _GATHERS or base in _GATHERS
+
+
+def gathered_bytes(inputs: list[TensorMeta], outputs: list[TensorMeta]) -> int:
+    """Bytes an indexed op moves: what it writes and the indices it reads; a table larger than what is
+    gathered from it (an embedding, ``x[idx]``) is read only where indexed."""
+    out = sum(t.nbytes for t in outputs)
+    ins = sorted(inputs, key=lambda t: -t.nbytes)
+    if ins and ins[0].nbytes > out:
+        return out + sum(t.nbytes for t in ins[1:]) + out  # rows read + indices + rows written
+    return out + sum(t.nbytes for t in ins)
+
+
 def work(name: str, inputs: list[TensorMeta], outputs: list[TensorMeta], m: Machine,
-         flops: int | None = None) -> Work:
+         flops: int | None = None, cast: AutoCast = NONE) -> Work:
     """The engine work of op ``name`` on ``inputs`` producing ``outputs``; ``flops`` when the caller knows
-    them exactly (torch.utils.flop_counter on the traced call), else counted from the shapes."""
+    them exactly (torch.utils.flop_counter on the traced call), else counted from the shapes. ``cast`` is the
+    compiler's auto-cast: the FP32 operands it selects run at the cast type's rate."""
     base = base_name(name)
     plain = base.rstrip("_") if base.endswith("_") and not base.startswith("_") else base
     if plain in _VIEWS or base in _VIEWS:
         return Work({}, 0, moves_data=False)
-    if plain in _MATMULS or plain in _CONVS or plain in _CONV_BACKWARDS or plain in _ATTENTION \
-            or (plain.endswith("_backward") and plain[:-len("_backward")] in _ATTENTION):
-        return _tensor_work(plain, inputs, outputs, m, flops)
-    nbytes = sum(t.nbytes for t in inputs) + sum(t.nbytes for t in outputs)
+    if is_tensor_op(name):
+        return _tensor_work(plain, inputs, outputs, m, flops, cast)
     if plain in _GATHERS:
         # Indexed access moves small scattered pieces: DMA runs at a fraction of its streaming rate.
-        return Work({DMA: 2.0 * nbytes / m.dma_bytes_per_ns})
+        moved = gathered_bytes(inputs, outputs)
+        return Work({DMA: moved / m.dma_bytes_per_ns}, hbm_bytes=moved)
     if plain in _COPIES:
-        return Work({DMA: nbytes / m.dma_bytes_per_ns})
+        # one transfer: each byte is read once and written once by the queue that carries it
+        return Work({DMA: max(sum(t.nbytes for t in outputs), 1) / m.dma_bytes_per_ns})
     dtype = _compute_dtype(inputs, outputs)
+    if cast.casts(dtype, on_tensor_engine=False):
+        dtype = cast.dtype
     largest_in = max((t.numel for t in inputs), default=0)
     if plain.startswith(("_foreach_", "_fused_")):
         passes = _FUSED_OPTIM_PASSES if plain.startswith("_fused_") else 1
@@ -183,8 +211,10 @@ def tensor_engine_ns(batch: int, m_dim: int, k_dim: int, n_dim: int, dtype: torc
 
 
 def _tensor_work(plain: str, inputs: list[TensorMeta], outputs: list[TensorMeta], m: Machine,
-                 flops: int | None) -> Work:
+                 flops: int | None, cast: AutoCast = NONE) -> Work:
     dtype = _compute_dtype(inputs, outputs)
+    if cast.casts(dtype, on_tensor_engine=True):
+        dtype = torch.bfloat16 if cast.cast_type == "tf32" else cast.dtype  # tf32 runs at the 16-bit rate
     products = _products(plain, inputs, outputs)
     counted = sum(2 * b * mm * k * n for b, mm, k, n in products)
     total = flops if flops is not None and flops > 0 else counted
@@ -192,11 +222,16 @@ def _tensor_work(plain: str, inputs: list[TensorMeta], outputs: list[TensorMeta]
     if counted > 0 and total > counted:
         tensor_ns *= total / counted  # e.g. attention backward: more products than the shapes show
     engines = {TENSOR: tensor_ns}
+    # Results accumulate in PSUM (FP32) and are copied out to SBUF by the Vector engine, tile by tile while
+    # the Tensor engine works on the next: it binds only for products with a short contraction.
+    drained = sum(b * mm * n for b, mm, _, n in products)
+    if drained:
+        engines[VECTOR] = drained / m.vector_rate(torch.float32)
     if plain in _ATTENTION or plain.endswith("_backward") and plain[:-len("_backward")] in _ATTENTION:
         q, k = inputs[0], inputs[1] if len(inputs) > 1 else inputs[0]
         scores = math.prod(q.shape[:-1]) * (k.shape[-2] if len(k.shape) >= 2 else 1)
         engines[SCALAR] = scores / m.scalar_elems_per_ns         # exp of the scores
-        engines[VECTOR] = 3 * scores / m.vector_rate(dtype)      # max, sum, rescale
+        engines[VECTOR] = engines.get(VECTOR, 0.0) + 3 * scores / m.vector_rate(dtype)  # max, sum, rescale
     return Work(engines, int(total))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .cost import OpEstimate, Totals
@@ -12,6 +13,14 @@ def human(n: float, unit: str = "") -> str:
         if abs(n) >= div:
             return f"{n / div:.2f} {suffix}{unit}"
     return f"{n:.0f} {unit}".rstrip()
+
+
+def usd(x: float) -> str:
+    """Dollars with three significant digits, never in exponent form ($0.0000934, $1.34, $2,150.00)."""
+    if x == 0 or abs(x) >= 100:
+        return f"${x:,.2f}"
+    digits = max(2, 2 - math.floor(math.log10(abs(x))))
+    return f"${x:.{digits}f}"
 
 
 @dataclass
@@ -31,6 +40,9 @@ class Estimate:
     roofline_ns: float
     flops: int
     peak_tensor_ns: float     # the FLOPs at the Tensor engine's peak
+    auto_cast: str = "none"   # the compiler auto-cast the estimate assumed (neuronx-cc --auto-cast[-type])
+    weights: str = "inputs"   # "inputs" (read every call) | "constants" (compiled into the program)
+    batch: int = 1            # samples per call (the first input's leading dimension)
 
     @property
     def totals(self) -> Totals:
@@ -86,7 +98,8 @@ class Estimate:
         rows = self.by_op()
         total = sum(r["time_ns"] for r in rows) or 1.0
         head = f"{'op':<52} {'calls':>6} {'FLOPs':>11} {'bytes':>11} {'eager us':>10} {'share':>6}  bound"
-        lines = [f"torchneuron.estimate — target {self.target}, one neuron device", head, "-" * len(head)]
+        lines = [f"torchneuron.estimate — target {self.target}, one neuron device", self.assumptions(), head,
+                 "-" * len(head)]
         for r in rows[:limit]:
             lines.append(f"{r['name'][:52]:<52} {r['calls']:>6} {human(r['flops']):>11} {human(r['bytes'], 'B'):>11} "
                          f"{r['time_ns'] / 1e3:>10.2f} {100 * r['time_ns'] / total:>5.1f}%  {r['bound']}")
@@ -103,9 +116,39 @@ class Estimate:
                      f"{self.mode} runs at {100 * self.fraction_of_peak:.1f}% of the Tensor engine's peak)")
         return "\n".join(lines)
 
+    def inferences_per_s(self, devices: int = 1) -> float:
+        """Throughput of ``devices`` neuron devices each running this call back to back (data parallel, as
+        AWS's inference benchmarks run one model per NeuronCore)."""
+        return devices * self.batch / (self.total_us / 1e6) if self.total_us > 0 else float("inf")
+
+    def cost(self, instance_type: object = None, hourly_usd: float | None = None) -> dict:
+        """Dollars per thousand inferences on an instance (default: the target's smallest) with every device
+        serving, at its default hourly rate or ``hourly_usd``; ``low``/``high`` carry the calibration band."""
+        from .band import BAND
+        from .instances import default_for, instance
+        from .machine import machine
+
+        inst = instance(instance_type, hourly_usd) if instance_type is not None else default_for(self.target)
+        if hourly_usd is not None:
+            inst = inst.with_rate(hourly_usd)
+        if inst.hourly_usd is None:
+            raise ValueError(f"{inst.name} has no public hourly rate: pass hourly_usd=")
+        devices = inst.chips * machine(self.target).devices_per_chip
+        per_k = inst.hourly_usd / 3600 / self.inferences_per_s(devices) * 1e3
+        return {"instance": inst.name, "hourly_usd": inst.hourly_usd, "devices": devices,
+                "inferences_per_s": self.inferences_per_s(devices), "usd_per_thousand": per_k,
+                "low": per_k * (1 - BAND), "high": per_k * (1 + BAND)}
+
+    def assumptions(self) -> str:
+        """The settings this estimate assumed, in one line."""
+        hint = "" if self.auto_cast != "none" else \
+            " (torch.compile's default; AWS's published benchmarks use matmult-bf16: pass auto_cast=)"
+        return f"assumed  : auto-cast {self.auto_cast}{hint}; weights {self.weights}"
+
     def __str__(self) -> str:
         return self.table()
 
     def __repr__(self) -> str:
-        return (f"Estimate(target={self.target!r}, mode={self.mode!r}, total_us={self.total_us:.2f}, "
+        return (f"Estimate(target={self.target!r}, mode={self.mode!r}, auto_cast={self.auto_cast!r}, "
+                f"total_us={self.total_us:.2f}, "
                 f"roofline_us={self.roofline_us:.2f}, ops={len(self.ops)})")
