@@ -37,7 +37,8 @@ class TestNeuronOpInfo(TestCase):
         crash = known_failures.crash_reason(key)
         if crash is not None:
             pytest.skip(f"crashes the process (counted as failed by report.py): {crash}")
-        outcomes = harness.run(op, dtype, kind)
+        # a compiled check compiles per sample: its first sample stands for the op
+        outcomes = harness.run(op, dtype, kind, max_samples=1 if kind == harness.COMPILED else None)
         failures = [o for o in outcomes if o.status == "fail"]
         ran = [o for o in outcomes if o.status != "skip"]
         xfail = known_failures.xfail_reason(key, kind, dtype)
@@ -74,6 +75,12 @@ class TestNeuronOpInfo(TestCase):
     @ops([op for op in _OPS if op.supports_autograd], allowed_dtypes=tuple(d for d in _DTYPES if d.is_floating_point))
     def test_grad(self, device, dtype, op):
         self._check(device, dtype, op, "grad")
+
+    # inside torch.compile(backend="neuron"): float32 only in CI (a compile per sample; `report.py --kinds
+    # compiled --full` sweeps all of op_db)
+    @ops(_OPS, allowed_dtypes=_DTYPES if _FULL else (torch.float32,))
+    def test_compiled(self, device, dtype, op):
+        self._check(device, dtype, op, harness.COMPILED)
 
 
 instantiate_device_type_tests(TestNeuronOpInfo, globals(), only_for="neuron")
