@@ -12,6 +12,7 @@ from ..core.tensor import NkiTensor
 from ..errors import ERR_INVALID_ARG, fail
 from .common import assign
 from .elementwise import copy_as, inplace_call, operator_call
+from .loop_reduce import combine_into
 
 
 class Tile(NkiTensor):
@@ -26,6 +27,9 @@ class Tile(NkiTensor):
             return  # `t[i] += x` writes in place already, then Python stores the same view back
         if isinstance(value, NkiTensor) and value.storage is view.storage and value.index is not None \
                 and view.index is not None and value.shape == view.shape and (value.index == view.index).all():
+            return
+        if isinstance(value, NkiTensor) and value.storage.loop_reduce is not None:
+            combine_into(view, value)  # `acc[...] = nl.loop_reduce(x, op, ...)`: acc = op(acc, x)
             return
         assign(view, value)
 
