@@ -95,8 +95,8 @@ def tensor_scalar_reduce(dst: NkiTensor, data: NkiTensor, op0: Any, operand0: An
 
 def tensor_scalar_cumulative(dst: NkiTensor, src: NkiTensor, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
                              reduce_cmd: Any = reduce_cmd.reset_reduce, name: str | None = None) -> None:
-    """res[:, i] = op1(res[:, i-1], src[:, i] op0 imm0): a running reduction along the free dim."""
-    _acc.tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1)
+    """reg = op1(src[:, i] op0 imm0, reg); dst[:, i] = reg: a running reduction along the free dim."""
+    _acc.tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1, reduce_cmd)
 
 
 def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,

@@ -230,11 +230,12 @@ def tensor_tensor_scan(data0: NkiTensor, data1: NkiTensor, initial: Any, op0: An
 
 def tensor_scalar_cumulative(src: NkiTensor, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
                              reduce_cmd: Any = reduce_cmd.reset_reduce, dtype: Any = None,
-                             mask: Any = None) -> NkiTensor:
-    """res[:, i] = op1(res[:, i-1], src[:, i] op0 imm0), returned as a new tile."""
-    dst = _out(src.shape, dtype, src.dtype)
-    _acc.tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1, mask=mask_array(mask))
-    return _returned(dst, mask)
+                             mask: Any = None, dst: NkiTensor | None = None, reverse0: bool = False) -> NkiTensor:
+    """reg = op1(src[:, i] op0 imm0, reg); res[:, i] = reg. Written into `dst=` when given (the later
+    neuronxcc signature), else into a new tile; either is returned."""
+    out = _out(src.shape, dtype, src.dtype) if dst is None else dst
+    _acc.tensor_scalar_cumulative(out, src, op0, op1, imm0, imm1, reduce_cmd, reverse0, mask=mask_array(mask))
+    return out if dst is not None else _returned(out, mask)
 
 
 def tensor_scalar_reduce(data: NkiTensor, op0: Any, operand0: Any, reduce_op: Any, reduce_res: NkiTensor,
