@@ -21,22 +21,54 @@ _ACCUMULATORS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum, 
 def tensor_scalar_reduce(dst: NkiTensor, data: NkiTensor, op0: Any, operand0: Any, reduce_op: Any,
                          reduce_res: NkiTensor | None = None, reverse0: bool = False, reduce_init: Any = None,
                          reduce_res_negate: bool = False, mask: np.ndarray | None = None,
-                         api: str = "tensor_scalar_reduce") -> None:
-    """dst = data op0 operand0, and reduce_res (P, 1) = the free-dim reduction of that result (elements
-    masked off take no part)."""
+                         api: str = "tensor_scalar_reduce", reduce_cmd: Any = "reset_reduce") -> None:
+    """dst = data op0 operand0, plus the free-dim reduction of that result (`vector_reduce`)."""
     tensor_scalar(dst, data, op0, operand0, reverse0, mask=mask, api=api)
-    if reduce_res is None:
+    vector_reduce(api, dst, reduce_op, reduce_res, reduce_cmd, reduce_init, reduce_res_negate, mask)
+
+
+def vector_reduce(api: str, dst: NkiTensor, reduce_op: Any, reduce_res: NkiTensor | None, reduce_cmd: Any,
+                  reduce_init: Any = None, negate: bool = False, mask: np.ndarray | None = None) -> None:
+    """The free-dim reduction of what a Vector instruction just wrote to `dst` (masked-off elements take no
+    part), folded into the engine's per-partition accumulators as `reduce_cmd` says: reset_reduce / idle:
+    this instruction's reduction (from `reduce_init` when given); load_reduce: from `reduce_init`; reduce:
+    onto what the previous instruction left; reset: the identity. Then written to `reduce_res` (P, 1)."""
+    cmd = str(getattr(reduce_cmd, "name", reduce_cmd) or "reset_reduce")
+    if reduce_res is None and cmd in ("idle", "reset_reduce") or reduce_op is None or reduce_op is Ellipsis:
         return
     name = alu.op_name(reduce_op, "reduce_op")
+    identity = alu.REDUCE.get(name, (None, 0.0))[1]
     vals = read(dst)
     if mask is not None:
-        vals = np.where(np.broadcast_to(mask, vals.shape), vals, alu.REDUCE.get(name, (None, 0.0))[1])
-    red = alu.reduce(name, vals.reshape(dst.partitions, -1), (1,), True)
+        vals = np.where(np.broadcast_to(mask, vals.shape), vals, identity)
+    p = dst.partitions
+    red = alu.reduce(name, vals.reshape(p, -1), (1,), True)
+    run = context.current()
+    if run.vector_regs is None:
+        run.vector_regs = np.zeros(run.target.pmax, np.float32)
+    init = None
     if reduce_init is not None:
         init = read(reduce_init).reshape(-1, 1) if isinstance(reduce_init, NkiTensor) else np.float32(reduce_init)
+    if cmd == "reset":
+        red = np.full((p, 1), identity, np.float32)
+    elif cmd == "reduce":
+        red = alu.binary(name, run.vector_regs[:p].reshape(p, 1), red)
+    elif cmd == "load_reduce":
+        if init is None:
+            raise fail(ERR_INVALID_ARG, f"'{api}' with reduce_cmd=load_reduce needs reduce_init (the value to load).",
+                       "pass reduce_init=, or use reduce_cmd=reset_reduce.")
         red = alu.binary(name, red, init)
-    write(reduce_res, (-red if reduce_res_negate else red).reshape(reduce_res.shape), None, api)
-    context.current().issue("vector", cost.MIN_II, (dst,), (reduce_res,))
+    elif cmd in ("reset_reduce", "idle"):
+        if init is not None:
+            red = alu.binary(name, red, init)
+    else:
+        raise fail(ERR_INVALID_ARG, f"'{api}': unknown reduce_cmd {reduce_cmd!r}.",
+                   "use nisa.reduce_cmd.reset_reduce, reduce, load_reduce, reset or idle.")
+    red = np.asarray(red, np.float32).reshape(p, 1)
+    run.vector_regs[:p] = red[:, 0]
+    if reduce_res is not None:
+        write(reduce_res, (-red if negate else red).reshape(reduce_res.shape), None, api)
+    run.issue("vector", cost.MIN_II, (dst,), (reduce_res,) if reduce_res is not None else ())
 
 
 def tensor_scalar_cumulative(dst: NkiTensor, src: NkiTensor, op0: Any, op1: Any, imm0: Any, imm1: Any = None,

@@ -72,8 +72,12 @@ def tensor_scalar(dst: NkiTensor, data: Any, op0: Any, operand0: Any, reverse0: 
 
 
 def scalar_tensor_tensor(dst: NkiTensor, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
-                         reverse0: bool = False, reverse1: bool = False, name: str | None = None) -> None:
+                         reverse0: bool = False, reverse1: bool = False, reduce_cmd: Any = reduce_cmd.reset_reduce,
+                         reduce_op: Any = Ellipsis, reduce_res: Any = None, name: str | None = None) -> None:
+    """(data op0 operand0) op1 operand1; with `reduce_op`, its free-dim reduction into the Vector
+    accumulators and `reduce_res` (as tensor_scalar_reduce)."""
     _ew.scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0, reverse1)
+    _acc.vector_reduce("scalar_tensor_tensor", dst, reduce_op, reduce_res, reduce_cmd)
 
 
 def tensor_reduce(dst: NkiTensor, op: Any, data: NkiTensor, axis: Any, negate: bool = False, keepdims: bool = False,
@@ -90,7 +94,7 @@ def tensor_scalar_reduce(dst: NkiTensor, data: NkiTensor, op0: Any, operand0: An
                          reduce_init: Any = None, reduce_res_negate: bool = False, name: str | None = None) -> None:
     """tensor_scalar, plus the free-dim reduction of its result into `reduce_res` (P, 1)."""
     _acc.tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res, reverse0, reduce_init,
-                              reduce_res_negate)
+                              reduce_res_negate, reduce_cmd=reduce_cmd)
 
 
 def tensor_scalar_cumulative(dst: NkiTensor, src: NkiTensor, op0: Any, op1: Any, imm0: Any, imm1: Any = None,

@@ -131,3 +131,76 @@ def test_cumulative_load_reduce_without_imm1_is_refused() -> None:
 
     with pytest.raises(nki.NkiError, match="imm1"):
         nki.simulate(k)(np.ones((4, 4), np.float32))
+
+
+@pytest.mark.parametrize("op,ref", [("add", np.sum), ("maximum", np.max), ("minimum", np.min)])
+def test_tensor_scalar_reduce_reduce_cmd_chains_instructions(op: str, ref) -> None:
+    """A row reduced in three column blocks: reset_reduce, then reduce, reduce equals one reduction of the
+    whole row; the intermediate reduce_res holds the running value."""
+
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((x.shape[0], 2), nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        res = nl.ndarray((x.shape[0], 2), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.tensor_scalar_reduce(dst=r[:, 0:8], data=t[:, 0:8], op0=nl.multiply, operand0=2.0,
+                                  reduce_op=getattr(nl, op), reduce_res=res[:, 0:1])
+        nisa.tensor_scalar_reduce(dst=r[:, 8:16], data=t[:, 8:16], op0=nl.multiply, operand0=2.0,
+                                  reduce_op=getattr(nl, op), reduce_res=None, reduce_cmd=nisa.reduce_cmd.reduce)
+        nisa.tensor_scalar_reduce(dst=r[:, 16:24], data=t[:, 16:24], op0=nl.multiply, operand0=2.0,
+                                  reduce_op=getattr(nl, op), reduce_res=res[:, 1:2],
+                                  reduce_cmd=nisa.reduce_cmd.reduce)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    x = np.random.default_rng(3).standard_normal((16, 24)).astype(np.float32)
+    got = nki.simulate(k)(x)
+    np.testing.assert_allclose(got[:, 0], ref(2 * x[:, :8], axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[:, 1], ref(2 * x, axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_tensor_scalar_reduce_load_reduce_starts_from_reduce_init() -> None:
+    @nki.jit
+    def k(x, init):
+        out = nl.ndarray((x.shape[0], 1), nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        i = nl.ndarray(init.shape, nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        res = nl.ndarray((x.shape[0], 1), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.dma_copy(dst=i, src=init)
+        nisa.tensor_scalar_reduce(dst=r, data=t, op0=nl.add, operand0=1.0, reduce_op=nl.add, reduce_res=res,
+                                  reduce_cmd=nisa.reduce_cmd.load_reduce, reduce_init=i, reduce_res_negate=True)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    x = np.random.default_rng(4).standard_normal((8, 16)).astype(np.float32)
+    init = np.arange(8, dtype=np.float32).reshape(8, 1)
+    np.testing.assert_allclose(nki.simulate(k)(x, init), -(init + (x + 1).sum(1, keepdims=True)), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_scalar_tensor_tensor_reduces_its_result_into_reduce_res() -> None:
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        red = nl.ndarray((a.shape[0], 1), nl.float32, buffer=nl.shared_hbm)
+        ta = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+        tb = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray(a.shape, nl.float32, buffer=nl.sbuf)
+        rr = nl.ndarray((a.shape[0], 1), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ta, src=a)
+        nisa.dma_copy(dst=tb, src=b)
+        nisa.scalar_tensor_tensor(dst=r, data=ta, op0=nl.multiply, operand0=3.0, op1=nl.add, operand1=tb,
+                                  reduce_op=nl.maximum, reduce_res=rr)
+        nisa.dma_copy(dst=out, src=r)
+        nisa.dma_copy(dst=red, src=rr)
+        return out, red
+
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((32, 20)).astype(np.float32), rng.standard_normal((32, 20)).astype(np.float32)
+    got, red = nki.simulate(k)(a, b)
+    np.testing.assert_allclose(got, 3 * a + b, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(red, (3 * a + b).max(1, keepdims=True), rtol=1e-6, atol=1e-6)
