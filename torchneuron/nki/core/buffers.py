@@ -179,7 +179,8 @@ class Placement:
 
     def physical_tiles(self, block_shape: tuple[int, ...], partitions: int, bytes_per_block: int) -> int | None:
         if self.address_of is not None:
-            addresses = {tuple(self.address_of(idx, partitions, bytes_per_block))
+            # AWS's compiler calls the allocation function with keywords: func(idx=, pdim_size=, fdim_size=)
+            addresses = {tuple(self.address_of(idx=idx, pdim_size=partitions, fdim_size=bytes_per_block))
                          for idx in itertools.product(*(range(n) for n in block_shape))}
             return max(len(addresses), 1)
         return self.free_tiles

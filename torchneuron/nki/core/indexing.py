@@ -11,7 +11,11 @@ from typing import Any
 
 import numpy as np
 
+import sys
+
 from ..errors import ERR_ARANGE_CONTROL_FLOW, fail
+from . import short_circuit as _short_circuit
+from .short_circuit import PENDING as _PENDING
 
 
 def _values(x: Any) -> Any:
@@ -76,10 +80,15 @@ class IndexArray:
 
 
 class Mask:
-    """A compile-time predicate: comparisons of index expressions combined with `&`, `|`, `~`."""
+    """A compile-time predicate: comparisons of index expressions combined with `&`, `|`, `~`, or with
+    Python's `and` / `or` (`mask=(i_p < n) and (i_f < m)`), which AWS's tracer accepts as the conjunction /
+    disjunction; see `_short_circuit`."""
 
     def __init__(self, values: np.ndarray) -> None:
-        self.values = np.asarray(values, dtype=np.bool_)
+        values = np.asarray(values, dtype=np.bool_)
+        if _PENDING.items:
+            values = _short_circuit.combine(values)
+        self.values = values
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -92,8 +101,15 @@ class Mask:
     def __invert__(self) -> Mask: return Mask(~self.values)
 
     def __bool__(self) -> bool:
-        raise fail(ERR_ARANGE_CONTROL_FLOW, "a Python condition depends on an nl.arange comparison.",
-                   "pass the comparison as mask= to the nl/nisa call instead of branching on it.")
+        frame = sys._getframe(1)
+        kind = _short_circuit.operator_at(frame)
+        if kind is None:
+            raise fail(ERR_ARANGE_CONTROL_FLOW, "a Python condition depends on an nl.arange comparison.",
+                       "pass the comparison as mask= to the nl/nisa call instead of branching on it.")
+        # `a and b`: Python evaluates b (True) / `a or b`: Python evaluates b (False); every predicate made
+        # while b is evaluated is combined with a, so the expression's value is a & b / a | b
+        _short_circuit.defer(frame, kind, self.values)
+        return kind == "and"
 
 
 def arange(*args: int) -> IndexArray:
