@@ -241,3 +241,27 @@ def test_psum_tiles_beyond_the_banks_are_spilled_with_a_cost() -> None:
     fits(x)
     assert fits.report.psum_spill_bytes_per_partition == 0
     assert report.engine_busy_ns["vector"] > fits.report.engine_busy_ns["vector"] * 12 / 8
+
+
+def test_masked_gather_past_a_tiles_end_in_bn_stats() -> None:
+    """Layernorm v2 at a width that is no multiple of 512: the last bn_stats chunk indexes past the tile,
+    its mask keeps the access inside."""
+
+    @nki.jit(mode="simulation")
+    def k(a):
+        n = a.shape[1]
+        out = nl.ndarray((128, 2), nl.float32, buffer=nl.shared_hbm)
+        i_p = nl.arange(128)[:, None]
+        t = nl.load(a)
+        chunks = (n + 511) // 512
+        stats = nl.ndarray((128, 6 * chunks), dtype=nl.float32)
+        i_f, i_s = nl.arange(512)[None, :], nl.arange(6)[None, :]
+        for j in nl.affine_range(chunks):
+            stats[i_p, j * 6 + i_s] = nisa.bn_stats(t[i_p, j * 512 + i_f], mask=(j * 512 + i_f < n), dtype=nl.float32)
+        nl.store(out, nisa.bn_aggr(stats))
+        return out
+
+    x = f32(128, 1000)
+    got = k(x)
+    np.testing.assert_allclose(got[:, 0], x.mean(1), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[:, 1], x.var(1), rtol=1e-4, atol=1e-5)

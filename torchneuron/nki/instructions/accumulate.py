@@ -80,7 +80,8 @@ def tensor_scalar_cumulative(dst: NkiTensor, src: NkiTensor, op0: Any, op1: Any,
     previous cumulative instruction left them. Masked-off elements leave the register as it is."""
     operand = read(imm0) if isinstance(imm0, NkiTensor) else np.float32(imm0)
     n0 = alu.op_name(op0)
-    x = alu.binary(n0, operand, read(src)) if reverse0 else alu.binary(n0, read(src), operand)
+    vals = read(src, mask)
+    x = alu.binary(n0, operand, vals) if reverse0 else alu.binary(n0, vals, operand)
     p = src.partitions
     x = np.asarray(x, dtype=np.float32).reshape(p, -1)
     name1 = alu.op_name(op1)
@@ -125,8 +126,8 @@ def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0
                        reverse0: bool = False, reverse1: bool = False, api: str = "tensor_tensor_scan",
                        mask: np.ndarray | None = None) -> None:
     """res[:, i] = op1(op0(data0[:, i], res[:, i-1]), data1[:, i]); a sequential scan along the free dim."""
-    a = read(data0).reshape(dst.partitions, -1)
-    b = read(data1).reshape(dst.partitions, -1)
+    a = read(data0, mask).reshape(dst.partitions, -1)
+    b = read(data1, mask).reshape(dst.partitions, -1)
     prev = (read(initial).reshape(-1) if isinstance(initial, NkiTensor) else np.full(a.shape[0], initial, np.float32))
     n0, n1 = alu.op_name(op0), alu.op_name(op1)
     out = np.empty_like(a)

@@ -99,7 +99,7 @@ def tensor_partition_reduce(dst: NkiTensor, op: Any, data: NkiTensor, api: str =
     check_on_chip(data, api, "data")
     check_partitions(data, api, "data")
     name = alu.op_name(op)
-    x = read(data)
+    x = read(data, mask)
     if mask is not None:
         x = np.where(input_mask(api, mask, data.shape), x, alu.REDUCE.get(name, (None, 0.0))[1])
     out = alu.reduce(name, x, (0,), keepdims=True)
@@ -122,7 +122,8 @@ def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats", mask: np.nd
     if n > 512:
         raise fail(ERR_DIM_LIMIT, f"'{api}' takes at most 512 elements per partition, got {n}.",
                    "split the free dim into chunks of nl.tile_size.bn_stats_fmax and aggregate with bn_aggr.")
-    x = read(data).reshape(data.partitions, -1).astype(np.float32, copy=False)  # only read below
+    # masked-off elements are not accessed (a tail tile's gather may run past the tile where the mask is off)
+    x = read(data, mask).reshape(data.partitions, -1).astype(np.float32, copy=False)  # only read below
     if mask is None:  # every element counts, with weight 1: no weights at all (the same bits)
         # contiguous halves: summed in the order np.where's copy of them would be
         halves = [(np.ascontiguousarray(x[:, 0::2]), None), (np.ascontiguousarray(x[:, 1::2]), None)]
