@@ -372,15 +372,19 @@ def device_print(prefix: str, x: Any) -> None:
 
 # ---- loops (the simulator runs kernels eagerly: every loop kind iterates in program order) ----
 
-def affine_range(start: Any, stop: Any = None, step: Any = 1, unroll: Any = None) -> Iterable[int]:
+# `directives=` (compiler scheduling hints, e.g. `ncc.multi_buffer(2)`) and `unroll=` change how the compiler
+# lays the loop out, never what it computes: accepted and not needed here
+
+def affine_range(start: Any, stop: Any = None, step: Any = 1, unroll: Any = None,
+                 directives: Any = None) -> Iterable[int]:
     return _range(start, stop, step)
 
 
-def sequential_range(start: Any, stop: Any = None, step: Any = 1) -> Iterable[int]:
+def sequential_range(start: Any, stop: Any = None, step: Any = 1, directives: Any = None) -> Iterable[int]:
     return _range(start, stop, step)
 
 
-def static_range(start: Any, stop: Any = None, step: Any = 1) -> Iterable[int]:
+def static_range(start: Any, stop: Any = None, step: Any = 1, directives: Any = None) -> Iterable[int]:
     return _range(start, stop, step)
 
 

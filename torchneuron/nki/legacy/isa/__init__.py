@@ -46,7 +46,8 @@ from ...instructions.reduce import normalise_axes
 from . import constants  # noqa: F401
 
 activation_engine = scalar_engine
-_PERF_MODES = ("none", "double_row")
+# neuronxcc's string modes: "double_row_gen3" is the NeuronCore-v3 (trn2) spelling of fp8 double-row
+_PERF_MODES = ("none", "double_row", "double_row_gen3")
 
 
 def _out(shape: tuple[int, ...], dtype: Any, default: Any, buffer: Any = SBUF) -> NkiTensor:
@@ -80,6 +81,13 @@ def nc_matmul(stationary: NkiTensor, moving: NkiTensor, is_stationary_onezero: b
     if mode not in _PERF_MODES:
         raise fail(ERR_INVALID_ARG, f"nc_matmul perf_mode={perf_mode!r} is not a matmul mode of this target.",
                    f"use one of {_PERF_MODES} (nisa.matmul_perf_mode); double_row needs fp8 on NeuronCore-v3+.")
+    if mode == "double_row_gen3":
+        gen = context.current().target.generation
+        if gen != 3:
+            raise fail(ERR_INVALID_ARG, f"nc_matmul perf_mode='double_row_gen3' is not supported on "
+                       f"{context.current().target.name} (NeuronCore-v{gen}); it is the NeuronCore-v3 mode.",
+                       "use perf_mode='double_row' (nisa.matmul_perf_mode.double_row), or target trn2.")
+        mode = "double_row"
     stationary, moving = _in_sbuf(stationary, "nc_matmul"), _in_sbuf(moving, "nc_matmul")
     m, n = (stationary.shape[2], moving.shape[2]) if mode == "double_row" else (stationary.free_size, moving.free_size)
     target = context.current().target
@@ -325,9 +333,11 @@ def dma_copy(dst: NkiTensor | None = None, src: NkiTensor | None = None, mask: A
 _DMA_TRANSPOSE = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 
 
-def dma_transpose(src: NkiTensor, mask: Any = None, dtype: Any = None) -> NkiTensor:
-    """Transpose on the DMA engine (2-D: [1, 0]; 3-D: [2, 1, 0]; 4-D: [3, 1, 2, 0]), into a new SBUF tile."""
-    order = _DMA_TRANSPOSE.get(src.ndim)
+def dma_transpose(src: NkiTensor, axes: Any = None, mask: Any = None, dtype: Any = None,
+                  dge_mode: Any = dge_mode.unknown) -> NkiTensor:
+    """Transpose on the DMA engine (2-D: [1, 0]; 3-D: [2, 1, 0]; 4-D: [3, 1, 2, 0], or `axes=`), into a new
+    SBUF tile. `dge_mode` picks how descriptors are generated (software / hardware DGE): same data."""
+    order = tuple(int(a) for a in axes) if axes is not None else _DMA_TRANSPOSE.get(src.ndim)
     if order is None:
         raise fail(ERR_INVALID_ARG, f"dma_transpose of a {src.ndim}-D tile; 2-, 3- and 4-D tiles are supported.",
                    "reshape the tile to 2-4 dims first.")
