@@ -27,11 +27,16 @@ class IndexArray:
 
     __array_priority__ = 100  # numpy scalars defer to our operators
 
-    def __init__(self, values: np.ndarray, raw_arange: bool = False, runtime: bool = False) -> None:
+    def __init__(self, values: np.ndarray, raw_arange: bool = False, runtime: bool = False,
+                 affine: tuple[int, int, int] | None = None) -> None:
         self.values = np.asarray(values, dtype=np.int64)
         # A bare `nl.arange(n)` is 1-D: the compiler needs it shaped ([:, None] / [None, :]) to index.
         self.raw_arange = raw_arange
         self.runtime = runtime  # read from an index tile while the kernel runs (indirect access)
+        # (axis, start, step) when the values are `start + step * i` along one axis and constant along the
+        # others (`k * 128 + i_p`, an mgrid component): indexing with such expressions is a strided view
+        # (NkiTensor._affine_gather), not a gather
+        self.affine = affine
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -42,21 +47,59 @@ class IndexArray:
         return self.values.ndim
 
     def __getitem__(self, key: Any) -> IndexArray:
-        return IndexArray(self.values[key], runtime=self.runtime)
+        return IndexArray(self.values[key], runtime=self.runtime, affine=self._reshaped_affine(key))
 
-    def _binary(self, other: Any, fn: Any) -> IndexArray:
+    def _reshaped_affine(self, key: Any) -> tuple[int, int, int] | None:
+        """The affine form after `[:, None]`-style reshaping (only full slices and new axes keep it)."""
+        if self.affine is None:
+            return None
+        key = key if isinstance(key, tuple) else (key,)
+        axis, old = None, 0
+        for new, k in enumerate(key):
+            if k is None:
+                continue
+            if not (isinstance(k, slice) and k == slice(None)):
+                return None
+            if old == self.affine[0]:
+                axis = new
+            old += 1
+        if old != self.values.ndim or axis is None:
+            return None
+        return (axis, self.affine[1], self.affine[2])
+
+    def _binary(self, other: Any, fn: Any, affine: tuple[int, int, int] | None = None) -> IndexArray:
         runtime = self.runtime or bool(getattr(other, "runtime", False))
-        return IndexArray(fn(self.values, _values(other)), runtime=runtime)
+        if affine is not None:  # `k * 128 + i_p`: O(n) along its axis, broadcast (read-only) over the rest
+            shape = self.values.shape
+            line = affine[1] + affine[2] * np.arange(shape[affine[0]], dtype=np.int64)
+            values = np.broadcast_to(line.reshape([-1 if d == affine[0] else 1 for d in range(len(shape))]), shape)
+            return IndexArray(values, runtime=runtime, affine=affine)
+        return IndexArray(fn(self.values, _values(other)), runtime=runtime, affine=affine)
 
-    def __add__(self, o: Any) -> IndexArray: return self._binary(o, np.add)
-    def __radd__(self, o: Any) -> IndexArray: return self._binary(o, lambda a, b: b + a)
-    def __sub__(self, o: Any) -> IndexArray: return self._binary(o, np.subtract)
-    def __rsub__(self, o: Any) -> IndexArray: return self._binary(o, lambda a, b: b - a)
-    def __mul__(self, o: Any) -> IndexArray: return self._binary(o, np.multiply)
-    def __rmul__(self, o: Any) -> IndexArray: return self._binary(o, lambda a, b: b * a)
+    def _scaled(self, other: Any, start: Any, step: Any) -> tuple[int, int, int] | None:
+        """The affine form of `self op other` for an integer scalar `other`, given how op maps it."""
+        if self.affine is None or not isinstance(other, (int, np.integer)) or isinstance(other, bool):
+            return None
+        a, s0, st = self.affine
+        return (a, int(start(s0, int(other))), int(step(st, int(other))))
+
+    def __add__(self, o: Any) -> IndexArray:
+        return self._binary(o, np.add, self._scaled(o, lambda s, c: s + c, lambda st, c: st))
+    def __radd__(self, o: Any) -> IndexArray:
+        return self._binary(o, lambda a, b: b + a, self._scaled(o, lambda s, c: s + c, lambda st, c: st))
+    def __sub__(self, o: Any) -> IndexArray:
+        return self._binary(o, np.subtract, self._scaled(o, lambda s, c: s - c, lambda st, c: st))
+    def __rsub__(self, o: Any) -> IndexArray:
+        return self._binary(o, lambda a, b: b - a, self._scaled(o, lambda s, c: c - s, lambda st, c: -st))
+    def __mul__(self, o: Any) -> IndexArray:
+        return self._binary(o, np.multiply, self._scaled(o, lambda s, c: s * c, lambda st, c: st * c))
+    def __rmul__(self, o: Any) -> IndexArray:
+        return self._binary(o, lambda a, b: b * a, self._scaled(o, lambda s, c: s * c, lambda st, c: st * c))
     def __floordiv__(self, o: Any) -> IndexArray: return self._binary(o, np.floor_divide)
     def __mod__(self, o: Any) -> IndexArray: return self._binary(o, np.mod)
-    def __neg__(self) -> IndexArray: return IndexArray(-self.values, runtime=self.runtime)
+    def __neg__(self) -> IndexArray:
+        aff = None if self.affine is None else (self.affine[0], -self.affine[1], -self.affine[2])
+        return IndexArray(-self.values, runtime=self.runtime, affine=aff)
     def __lshift__(self, o: Any) -> IndexArray: return self._binary(o, np.left_shift)
     def __rshift__(self, o: Any) -> IndexArray: return self._binary(o, np.right_shift)
 
@@ -113,7 +156,8 @@ class Mask:
 
 
 def arange(*args: int) -> IndexArray:
-    return IndexArray(np.arange(*args), raw_arange=True)
+    r = range(*(int(a) for a in args))
+    return IndexArray(np.arange(*args), raw_arange=True, affine=(0, r.start, r.step))
 
 
 class MGridResult(tuple):
@@ -132,7 +176,12 @@ class _MGrid:
     def __getitem__(self, key: Any) -> MGridResult:
         key = key if isinstance(key, tuple) else (key,)
         grids = np.mgrid[key] if len(key) > 1 else [np.mgrid[key[0]]]
-        return MGridResult(IndexArray(g) for g in grids)
+        affine = []
+        for axis, k in enumerate(key):
+            r = range(*k.indices(k.stop)) if isinstance(k, slice) and k.stop is not None and \
+                all(isinstance(v, (int, np.integer, type(None))) for v in (k.start, k.stop, k.step)) else None
+            affine.append(None if r is None else (axis, r.start, r.step))
+        return MGridResult(IndexArray(g, affine=a) for g, a in zip(grids, affine))
 
 
 mgrid = _MGrid()

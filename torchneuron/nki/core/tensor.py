@@ -527,6 +527,9 @@ class NkiTensor:
                        "give it a dimension, e.g. nl.arange(128)[:, None] for partitions and "
                        "nl.arange(512)[None, :] for the free dimension.")
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        view = self._affine_as_slices(key, shape)
+        if view is not None:
+            return view
         index = np.full(shape, self.offset, dtype=np.int64)
         bounds = []
         for dim, k in enumerate(key):
@@ -541,6 +544,39 @@ class NkiTensor:
                     raise oob(self.name, dim, k, k, self.shape[dim])
                 index = index + i * stride
         return self.derive(shape, None, 0, 0, index=index, bounds=tuple(bounds))
+
+    def _affine_as_slices(self, key: tuple[Any, ...], shape: tuple[int, ...]) -> NkiTensor | None:
+        """`t[k * 128 + i.p, m * 512 + i.x]` (the legacy tutorials' indexing): when every expression steps
+        along its own axis, in the tensor's dimension order, and stays inside the tensor, the access is the
+        strided view of the equivalent slices (no per-element index array: the fast path every view
+        takes). Anything else (transposing, runtime or non-affine indices, a tail past the end that the
+        access's mask must cut) stays a gather."""
+        basic: list[Any] = []
+        axis = 0
+        nd = len(shape)
+        for dim, k in enumerate(key):
+            if not isinstance(k, IndexArray):
+                basic.append(k)
+                continue
+            aff = k.affine
+            if aff is None or k.runtime:
+                return None
+            a = aff[0] + nd - k.ndim  # broadcasting aligns on the right
+            if a != axis:
+                return None
+            n = shape[a]
+            if k.values.shape[aff[0]] != n:
+                return None
+            start, step = aff[1], aff[2] if n > 1 else 1
+            last = start + step * (n - 1)
+            if step <= 0 or start < 0 or last >= self.shape[dim]:
+                return None
+            basic.append(slice(start, last + 1, step))
+            axis += 1
+        if axis != nd:
+            return None
+        view = self._basic(tuple(basic))
+        return view if view.shape == tuple(shape) else None
 
     def _index_gather(self, key: tuple[Any, ...]) -> NkiTensor:
         """Indexing a gather view again: index its offset array with the same bounds rules."""
