@@ -10,6 +10,10 @@ Cases (`--cases`, default all):
 * `flash_attention`: the causal flash-attention forward (nki_ops.attention) at 4096 tokens, d = 128, against the
   NumPy reference (target: <= 10 s).
 * `small_tiles`: microseconds per instruction on [128, 64] fp32 tiles (fixed per-instruction cost).
+* `legacy_vs_current`: one matmul (loads hoisted out of the contraction loop, AWS tutorial step 2) written
+  three ways at `--legacy-size`^3 bf16: the legacy API with `nl.mgrid` affine indexing (the published legacy
+  tutorials' style), the legacy API with slices, and the current API (`nisa.dma_copy` / `nisa.nc_matmul`);
+  wall times and their ratios (target: legacy / current <= 1.5), and the three estimates.
 
 Each case times the simulator and its NumPy reference alternately in the same process (best of `--repeat`);
 the machine's load average is recorded with the results, since the simulator and NumPy are both CPU-bound.
@@ -40,6 +44,8 @@ from torchneuron import nki  # noqa: E402
 from torchneuron.nki import calibration, cost  # noqa: E402
 from torchneuron.nki import isa as nisa  # noqa: E402
 from torchneuron.nki import language as nl  # noqa: E402
+from torchneuron.nki import legacy as lnki  # noqa: E402
+from torchneuron.nki.legacy import language as lnl  # noqa: E402
 from torchneuron.nki.hardware import target_named  # noqa: E402
 from torchneuron.nki.runner import launch  # noqa: E402
 
@@ -160,8 +166,103 @@ def case_small_tiles(args: argparse.Namespace, rng: np.random.Generator) -> dict
             "numpy_us_per_op": numpy_s / (2 * steps) * 1e6, "sim_over_numpy": sim_s / numpy_s}
 
 
+@lnki.jit
+def _legacy_mgrid_matmul(lhsT, rhs):
+    """Legacy API, affine indexing: every access is `tensor[k * 128 + i.p, m * 128 + i.x]`."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = lnl.ndarray((M, N), dtype=lhsT.dtype, buffer=lnl.shared_hbm)
+    i_a, i_b, i_o = lnl.mgrid[0:128, 0:128], lnl.mgrid[0:128, 0:512], lnl.mgrid[0:128, 0:512]
+    for m in lnl.affine_range(M // 128):
+        a = lnl.ndarray((K // 128, lnl.par_dim(128), 128), dtype=lhsT.dtype, buffer=lnl.sbuf)
+        for k in lnl.affine_range(K // 128):
+            a[k, i_a.p, i_a.x] = lnl.load(lhsT[k * 128 + i_a.p, m * 128 + i_a.x])
+        for n in lnl.affine_range(N // 512):
+            b = lnl.ndarray((K // 128, lnl.par_dim(128), 512), dtype=rhs.dtype, buffer=lnl.sbuf)
+            for k in lnl.affine_range(K // 128):
+                b[k, i_b.p, i_b.x] = lnl.load(rhs[k * 128 + i_b.p, n * 512 + i_b.x])
+            acc = lnl.zeros((128, 512), lnl.float32, buffer=lnl.psum)
+            for k in lnl.affine_range(K // 128):
+                acc[...] += lnl.matmul(a[k, i_a.p, i_a.x], b[k, i_b.p, i_b.x], transpose_x=True)
+            lnl.store(out[m * 128 + i_o.p, n * 512 + i_o.x], value=lnl.copy(acc, dtype=out.dtype))
+    return out
+
+
+@lnki.jit
+def _legacy_slice_matmul(lhsT, rhs):
+    """The same kernel with slices."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = lnl.ndarray((M, N), dtype=lhsT.dtype, buffer=lnl.shared_hbm)
+    for m in lnl.affine_range(M // 128):
+        a = lnl.ndarray((K // 128, lnl.par_dim(128), 128), dtype=lhsT.dtype, buffer=lnl.sbuf)
+        for k in lnl.affine_range(K // 128):
+            a[k] = lnl.load(lhsT[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+        for n in lnl.affine_range(N // 512):
+            b = lnl.ndarray((K // 128, lnl.par_dim(128), 512), dtype=rhs.dtype, buffer=lnl.sbuf)
+            for k in lnl.affine_range(K // 128):
+                b[k] = lnl.load(rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+            acc = lnl.zeros((128, 512), lnl.float32, buffer=lnl.psum)
+            for k in lnl.affine_range(K // 128):
+                acc += lnl.matmul(a[k], b[k], transpose_x=True)
+            lnl.store(out[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=lnl.copy(acc, dtype=out.dtype))
+    return out
+
+
+@nki.jit
+def _current_matmul(lhsT, rhs):
+    """The same kernel in the current API."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    for m in nl.affine_range(M // 128):
+        a = []
+        for k in nl.affine_range(K // 128):
+            t = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=lhsT[k * 128:(k + 1) * 128, m * 128:(m + 1) * 128])
+            a.append(t)
+        for n in nl.affine_range(N // 512):
+            b = []
+            for k in nl.affine_range(K // 128):
+                t = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=t, src=rhs[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
+                b.append(t)
+            acc = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // 128):
+                nisa.nc_matmul(dst=acc, stationary=a[k], moving=b[k])
+            res = nl.ndarray((128, 512), dtype=out.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=res, src=acc)
+            nisa.dma_copy(dst=out[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], src=res)
+    return out
+
+
+def case_legacy_vs_current(args: argparse.Namespace, rng: np.random.Generator) -> dict[str, Any]:
+    n = args.legacy_size
+    lhsT, rhs = bf16(rng, n, n), bf16(rng, n, n)
+    want = lhsT.astype(np.float32).T @ rhs.astype(np.float32)
+    trn2 = target_named("trn2")
+    kernels = {"legacy_mgrid": (_legacy_mgrid_matmul.func, "legacy"), "legacy_slices": (_legacy_slice_matmul.func,
+               "legacy"), "current": (_current_matmul.func, "current")}
+    walls: dict[str, float] = {}
+    estimates: dict[str, float] = {}
+    errors: dict[str, float] = {}
+    for _ in range(args.repeat):  # interleaved, so load changes hit all three
+        for name, (func, api) in kernels.items():
+            t0 = time.perf_counter()
+            done = launch(func, (lhsT, rhs), {}, (), api, trn2)
+            walls[name] = min(walls.get(name, float("inf")), time.perf_counter() - t0)
+            estimates[name] = done.report.latency_ns / 1000.0
+            errors[name] = float(np.abs(done.results.astype(np.float32) - want).max() / np.abs(want).max())
+    return {
+        "shape": [n, n, n], "dtype": "bfloat16", "simulator_wall_s": walls,
+        "legacy_mgrid_over_current": walls["legacy_mgrid"] / walls["current"],
+        "legacy_slices_over_current": walls["legacy_slices"] / walls["current"],
+        "legacy_over_current_target": 1.5, "trn2_estimate_us": estimates, "max_rel_error_vs_fp32": errors,
+    }
+
+
 CASES = {"matmul": case_matmul, "tutorial_matmul": case_tutorial_matmul, "flash_attention": case_flash_attention,
-         "small_tiles": case_small_tiles}
+         "small_tiles": case_small_tiles, "legacy_vs_current": case_legacy_vs_current}
 
 
 def main() -> None:
@@ -170,6 +271,7 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, from {sorted(CASES)}")
     parser.add_argument("--size", type=int, default=2048, help="matmul case: the square size")
     parser.add_argument("--seq", type=int, default=4096, help="flash_attention case: the sequence length")
+    parser.add_argument("--legacy-size", type=int, default=2048, help="legacy_vs_current case: the square size")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     rng = np.random.default_rng(0)

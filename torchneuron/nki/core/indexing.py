@@ -27,9 +27,12 @@ class IndexArray:
 
     __array_priority__ = 100  # numpy scalars defer to our operators
 
-    def __init__(self, values: np.ndarray, raw_arange: bool = False, runtime: bool = False,
-                 affine: tuple[int, int, int] | None = None) -> None:
-        self.values = np.asarray(values, dtype=np.int64)
+    def __init__(self, values: np.ndarray | None, raw_arange: bool = False, runtime: bool = False,
+                 affine: tuple[int, int, int] | None = None, shape: tuple[int, ...] | None = None) -> None:
+        # values may be left to be made from `affine` and `shape` when first asked for (the strided-view
+        # path of an access never needs them)
+        self._values = None if values is None else np.asarray(values, dtype=np.int64)
+        self._shape = self._values.shape if self._values is not None else tuple(shape or ())
         # A bare `nl.arange(n)` is 1-D: the compiler needs it shaped ([:, None] / [None, :]) to index.
         self.raw_arange = raw_arange
         self.runtime = runtime  # read from an index tile while the kernel runs (indirect access)
@@ -39,12 +42,21 @@ class IndexArray:
         self.affine = affine
 
     @property
+    def values(self) -> np.ndarray:
+        if self._values is None:
+            axis, start, step = self.affine  # type: ignore[misc]
+            shape = self._shape
+            line = start + step * np.arange(shape[axis], dtype=np.int64)
+            self._values = np.broadcast_to(line.reshape([-1 if d == axis else 1 for d in range(len(shape))]), shape)
+        return self._values
+
+    @property
     def shape(self) -> tuple[int, ...]:
-        return self.values.shape
+        return self._shape
 
     @property
     def ndim(self) -> int:
-        return self.values.ndim
+        return len(self._shape)
 
     def __getitem__(self, key: Any) -> IndexArray:
         return IndexArray(self.values[key], runtime=self.runtime, affine=self._reshaped_affine(key))
@@ -63,17 +75,14 @@ class IndexArray:
             if old == self.affine[0]:
                 axis = new
             old += 1
-        if old != self.values.ndim or axis is None:
+        if old != self.ndim or axis is None:
             return None
         return (axis, self.affine[1], self.affine[2])
 
     def _binary(self, other: Any, fn: Any, affine: tuple[int, int, int] | None = None) -> IndexArray:
         runtime = self.runtime or bool(getattr(other, "runtime", False))
-        if affine is not None:  # `k * 128 + i_p`: O(n) along its axis, broadcast (read-only) over the rest
-            shape = self.values.shape
-            line = affine[1] + affine[2] * np.arange(shape[affine[0]], dtype=np.int64)
-            values = np.broadcast_to(line.reshape([-1 if d == affine[0] else 1 for d in range(len(shape))]), shape)
-            return IndexArray(values, runtime=runtime, affine=affine)
+        if affine is not None:  # `k * 128 + i_p`: the values are made only if something reads them
+            return IndexArray(None, runtime=runtime, affine=affine, shape=self._shape)
         return IndexArray(fn(self.values, _values(other)), runtime=runtime, affine=affine)
 
     def _scaled(self, other: Any, start: Any, step: Any) -> tuple[int, int, int] | None:
@@ -98,8 +107,10 @@ class IndexArray:
     def __floordiv__(self, o: Any) -> IndexArray: return self._binary(o, np.floor_divide)
     def __mod__(self, o: Any) -> IndexArray: return self._binary(o, np.mod)
     def __neg__(self) -> IndexArray:
-        aff = None if self.affine is None else (self.affine[0], -self.affine[1], -self.affine[2])
-        return IndexArray(-self.values, runtime=self.runtime, affine=aff)
+        if self.affine is not None:
+            return IndexArray(None, runtime=self.runtime, affine=(self.affine[0], -self.affine[1], -self.affine[2]),
+                              shape=self._shape)
+        return IndexArray(-self.values, runtime=self.runtime)
     def __lshift__(self, o: Any) -> IndexArray: return self._binary(o, np.left_shift)
     def __rshift__(self, o: Any) -> IndexArray: return self._binary(o, np.right_shift)
 

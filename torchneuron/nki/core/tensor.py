@@ -565,7 +565,7 @@ class NkiTensor:
             if a != axis:
                 return None
             n = shape[a]
-            if k.values.shape[aff[0]] != n:
+            if k.shape[aff[0]] != n:
                 return None
             start, step = aff[1], aff[2] if n > 1 else 1
             last = start + step * (n - 1)
