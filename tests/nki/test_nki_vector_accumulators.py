@@ -204,3 +204,51 @@ def test_scalar_tensor_tensor_reduces_its_result_into_reduce_res() -> None:
     got, red = nki.simulate(k)(a, b)
     np.testing.assert_allclose(got, 3 * a + b, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(red, (3 * a + b).max(1, keepdims=True), rtol=1e-6, atol=1e-6)
+
+
+def test_range_select_reduce_cmd_continues_across_instructions() -> None:
+    """A row max over selected columns, computed in two halves: reset_reduce then reduce (the flash-attention
+    pattern) equals one max over the whole row."""
+
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((x.shape[0], 1), nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        res = nl.ndarray((x.shape[0], 1), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        h = x.shape[1] // 2
+        nisa.range_select(dst=r[:, 0:h], on_true_tile=t[:, 0:h], comp_op0=nl.greater_equal, comp_op1=nl.less,
+                          bound0=2.0, bound1=30.0, reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_res=None,
+                          reduce_op=nl.maximum, range_start=0)
+        nisa.range_select(dst=r[:, h:], on_true_tile=t[:, h:], comp_op0=nl.greater_equal, comp_op1=nl.less,
+                          bound0=2.0, bound1=30.0, reduce_cmd=nisa.reduce_cmd.reduce, reduce_res=res,
+                          reduce_op=nl.maximum, range_start=h)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    x = np.random.default_rng(6).standard_normal((16, 40)).astype(np.float32)
+    want = x[:, 2:30].max(axis=1, keepdims=True)
+    np.testing.assert_allclose(nki.simulate(k)(x), want, rtol=1e-6)
+
+
+def test_select_reduce_reduce_cmd_continues_across_instructions() -> None:
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((x.shape[0], 1), nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        pred = nl.ndarray(x.shape, nl.uint8, buffer=nl.sbuf)
+        r = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        res = nl.ndarray((x.shape[0], 1), nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.tensor_scalar(dst=pred, data=t, op0=nl.greater, operand0=0.0)
+        h = x.shape[1] // 2
+        nisa.select_reduce(dst=r[:, 0:h], predicate=pred[:, 0:h], on_true=t[:, 0:h], on_false=0.0,
+                           reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_op=nl.add)
+        nisa.select_reduce(dst=r[:, h:], predicate=pred[:, h:], on_true=t[:, h:], on_false=0.0, reduce_res=res,
+                           reduce_cmd=nisa.reduce_cmd.reduce, reduce_op=nl.add)
+        nisa.dma_copy(dst=out, src=res)
+        return out
+
+    x = np.random.default_rng(7).standard_normal((16, 40)).astype(np.float32)
+    np.testing.assert_allclose(nki.simulate(k)(x), np.where(x > 0, x, 0).sum(1, keepdims=True), rtol=1e-5, atol=1e-5)

@@ -30,19 +30,30 @@ def tensor_scalar_reduce(dst: NkiTensor, data: NkiTensor, op0: Any, operand0: An
 def vector_reduce(api: str, dst: NkiTensor, reduce_op: Any, reduce_res: NkiTensor | None, reduce_cmd: Any,
                   reduce_init: Any = None, negate: bool = False, mask: np.ndarray | None = None) -> None:
     """The free-dim reduction of what a Vector instruction just wrote to `dst` (masked-off elements take no
-    part), folded into the engine's per-partition accumulators as `reduce_cmd` says: reset_reduce / idle:
-    this instruction's reduction (from `reduce_init` when given); load_reduce: from `reduce_init`; reduce:
-    onto what the previous instruction left; reset: the identity. Then written to `reduce_res` (P, 1)."""
+    part), folded into the engine's accumulators (`fold_registers`), then written to `reduce_res` (P, 1)."""
     cmd = str(getattr(reduce_cmd, "name", reduce_cmd) or "reset_reduce")
-    if reduce_res is None and cmd in ("idle", "reset_reduce") or reduce_op is None or reduce_op is Ellipsis:
+    if reduce_res is None and cmd == "idle" or reduce_op is None or reduce_op is Ellipsis:
         return
     name = alu.op_name(reduce_op, "reduce_op")
     identity = alu.REDUCE.get(name, (None, 0.0))[1]
     vals = read(dst)
     if mask is not None:
         vals = np.where(np.broadcast_to(mask, vals.shape), vals, identity)
-    p = dst.partitions
-    red = alu.reduce(name, vals.reshape(p, -1), (1,), True)
+    red = alu.reduce(name, vals.reshape(dst.partitions, -1), (1,), True)
+    red = fold_registers(api, red, name, reduce_cmd, reduce_init)
+    if reduce_res is not None:
+        write(reduce_res, (-red if negate else red).reshape(reduce_res.shape), None, api)
+    context.current().issue("vector", cost.MIN_II, (dst,), (reduce_res,) if reduce_res is not None else ())
+
+
+def fold_registers(api: str, red: np.ndarray, name: str, reduce_cmd: Any, reduce_init: Any = None) -> np.ndarray:
+    """An instruction's (P, 1) row reduction `red` under `reduce_cmd`, AWS's engine register commands:
+    idle / reset_reduce: this instruction's reduction (from `reduce_init` when given); load_reduce: from
+    `reduce_init`; reduce: onto what the previous instruction left; reset: the identity. The Vector
+    engine's per-partition registers keep the result for the next `reduce`."""
+    cmd = str(getattr(reduce_cmd, "name", reduce_cmd) or "reset_reduce")
+    identity = alu.REDUCE.get(name, (None, 0.0))[1]
+    p = red.shape[0]
     run = context.current()
     if run.vector_regs is None:
         run.vector_regs = np.zeros(run.target.pmax, np.float32)
@@ -65,10 +76,9 @@ def vector_reduce(api: str, dst: NkiTensor, reduce_op: Any, reduce_res: NkiTenso
         raise fail(ERR_INVALID_ARG, f"'{api}': unknown reduce_cmd {reduce_cmd!r}.",
                    "use nisa.reduce_cmd.reset_reduce, reduce, load_reduce, reset or idle.")
     red = np.asarray(red, np.float32).reshape(p, 1)
-    run.vector_regs[:p] = red[:, 0]
-    if reduce_res is not None:
-        write(reduce_res, (-red if negate else red).reshape(reduce_res.shape), None, api)
-    run.issue("vector", cost.MIN_II, (dst,), (reduce_res,) if reduce_res is not None else ())
+    if cmd != "idle":
+        run.vector_regs[:p] = red[:, 0]
+    return red
 
 
 def tensor_scalar_cumulative(dst: NkiTensor, src: NkiTensor, op0: Any, op1: Any, imm0: Any, imm1: Any = None,

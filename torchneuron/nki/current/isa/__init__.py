@@ -138,13 +138,13 @@ def range_select(dst: NkiTensor, on_true_tile: Any, comp_op0: Any, comp_op1: Any
                  range_start: int = 0, on_false_value: float = float(np.finfo(np.float32).min),
                  name: str | None = None) -> None:
     _sel.range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_res, reduce_op, range_start,
-                       on_false_value)
+                       on_false_value, reduce_cmd=reduce_cmd)
 
 
 def select_reduce(dst: NkiTensor, predicate: Any, on_true: Any, on_false: Any, reduce_res: Any = None,
                   reduce_cmd: Any = reduce_cmd.idle, reduce_op: Any = "maximum", reverse_pred: bool = False,
                   name: str | None = None) -> None:
-    _sel.select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_op, reverse_pred)
+    _sel.select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_op, reverse_pred, reduce_cmd=reduce_cmd)
 
 
 def bn_stats(dst: NkiTensor, data: NkiTensor, name: str | None = None) -> None:

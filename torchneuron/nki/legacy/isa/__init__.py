@@ -307,7 +307,8 @@ def select_reduce(dst: Any = None, predicate: Any = None, on_true: Any = None, o
                    "pass them as keywords: select_reduce(dst=..., predicate=..., on_true=..., on_false=...).")
     if dst is None:
         dst = _out(on_true.shape, dtype, on_true.dtype)
-    _sel.select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_op, reverse_pred, mask=mask_array(mask))
+    _sel.select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_op, reverse_pred, mask=mask_array(mask),
+                       reduce_cmd=reduce_cmd)
     return dst
 
 
@@ -317,7 +318,8 @@ def range_select(on_true_tile: NkiTensor, comp_op0: Any, comp_op1: Any, bound0: 
                  mask: Any = None) -> NkiTensor:
     dst = _out(on_true_tile.shape, dtype, on_true_tile.dtype)
     _sel.range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_res, reduce_op, range_start,
-                      on_false_value, mask=mask_array(mask))
+                      on_false_value, mask=mask_array(mask),
+                      reduce_cmd=reduce_cmd if reduce_cmd is not None else "idle")
     return _returned(dst, mask)
 
 
