@@ -9,6 +9,11 @@ Cases (`--cases`, default all):
   against AWS's measured 6.97 ms.
 * `flash_attention`: the causal flash-attention forward (nki_ops.attention) at 4096 tokens, d = 128, against the
   NumPy reference (target: <= 10 s).
+* `flash_attention_bwd`: its backward (nki_ops.attention.flash_attention_bwd_kernel: dq, dk, dv from o and the
+  row log-sum-exp) at the same shape, against NumPy's dense backward (target: <= 10 s).
+* `published`: AWS's four matmul tutorial versions (legacy API, torchneuron.nki.calibration) at the published
+  shape on trn1: estimate against AWS's measured latency per version, and the wall time of all four (the
+  legacy tutorial script's work; target <= 60 s).
 * `small_tiles`: microseconds per instruction on [128, 64] fp32 tiles (fixed per-instruction cost).
 * `legacy_vs_current`: one matmul (loads hoisted out of the contraction loop, AWS tutorial step 2) written
   three ways at `--legacy-size`^3 bf16: the legacy API with `nl.mgrid` affine indexing (the published legacy
@@ -138,6 +143,56 @@ def case_flash_attention(args: argparse.Namespace, rng: np.random.Generator) -> 
     }
 
 
+def _attention_backward_reference(q, k, v, do, scale):
+    """Dense causal attention backward in fp32: dS = P * (dP - rowsum(dO * O))."""
+    qf, kf, vf, dof = (a[0].astype(np.float32) for a in (q, k, v, do))
+    seq = qf.shape[0]
+    s = qf @ kf.T * np.float32(scale)
+    s = np.where(np.tril(np.ones((seq, seq), dtype=bool)), s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    o = p @ vf
+    dv = p.T @ dof
+    dp = dof @ vf.T
+    ds = p * (dp - (dof * o).sum(axis=-1, keepdims=True))
+    return ds @ kf * np.float32(scale), ds.T @ qf * np.float32(scale), dv
+
+
+def case_flash_attention_bwd(args: argparse.Namespace, rng: np.random.Generator) -> dict[str, Any]:
+    seq, d = args.seq, 128
+    q, k, v, do = (bf16(rng, 1, seq, d) for _ in range(4))
+    scale = 1.0 / float(np.sqrt(d))
+    os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = "trn2"
+    o, lse = nki.simulate(attention.flash_attention_fwd_kernel)(q, k, v, scale)
+    kernel = nki.simulate(attention.flash_attention_bwd_kernel)
+    grads = kernel(q, k, v, o, do, lse, scale)
+    sim_s, numpy_s = alternate(lambda: kernel(q, k, v, o, do, lse, scale),
+                               lambda: _attention_backward_reference(q, k, v, do, scale), args.repeat)
+    want = _attention_backward_reference(q, k, v, do, scale)
+    errors = {name: float(np.abs(g[0].astype(np.float32) - w).max() / max(np.abs(w).max(), 1e-30))
+              for name, g, w in zip(("dq", "dk", "dv"), grads, want)}
+    return {
+        "kernel": "nki_ops.attention.flash_attention_bwd_kernel", "shape": [1, seq, d], "dtype": "bfloat16",
+        "simulator_wall_s": sim_s, "simulator_wall_target_s": 10.0, "numpy_reference_wall_s": numpy_s,
+        "sim_over_numpy": sim_s / numpy_s, "max_rel_error_vs_fp32_reference": errors,
+        "instructions": kernel.report.instructions, "trn2_estimate_us": kernel.report.latency_us,
+    }
+
+
+def case_published(args: argparse.Namespace, rng: np.random.Generator) -> dict[str, Any]:
+    rows, walls = [], {}
+    for name in calibration.KERNELS:
+        t0 = time.perf_counter()
+        (row,) = calibration.calibrate((name,))
+        walls[name] = time.perf_counter() - t0
+        rows.append({"kernel": f"matmul tutorial: {name}", "published_trn1_ms": row.published_ms,
+                     "estimate_trn1_ms": row.estimated_ms, "estimate_over_published": row.ratio})
+    return {"table": rows, "simulator_wall_s": walls, "simulator_wall_total_s": sum(walls.values()),
+            "simulator_wall_total_target_s": 60.0,
+            "note": "published NKI tutorial latencies outside the matmul tutorial (mamba, layernorm, attention) "
+                    "are not in this table yet"}
+
+
 def case_small_tiles(args: argparse.Namespace, rng: np.random.Generator) -> dict[str, Any]:
     steps = 1000
 
@@ -262,6 +317,7 @@ def case_legacy_vs_current(args: argparse.Namespace, rng: np.random.Generator) -
 
 
 CASES = {"matmul": case_matmul, "tutorial_matmul": case_tutorial_matmul, "flash_attention": case_flash_attention,
+         "flash_attention_bwd": case_flash_attention_bwd, "published": case_published,
          "small_tiles": case_small_tiles, "legacy_vs_current": case_legacy_vs_current}
 
 
