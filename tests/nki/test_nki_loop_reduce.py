@@ -128,3 +128,52 @@ def test_loop_reduce_refuses_a_destination_of_another_shape() -> None:
 
     with pytest.raises(nki.NkiError, match="destination `b` has shape"):
         k(f32(128, 8))
+
+
+def test_causal_bool_masks_skip_instructions_in_the_flash_backward_pattern() -> None:
+    """Flash-attention backward's causal blocks: `nc_transpose(..., mask=q >= k)`, `nc_matmul(..., mask=...)`
+    and `acc[...] = nl.loop_reduce(psum, np.add, (q,), mask=rows & causal)` with a Python bool per block: a
+    block whose mask is False changes nothing (its unwritten result does not reach the sum)."""
+
+    @nki.jit(mode="simulation")
+    def k(dy, s):
+        nq = dy.shape[0]
+        out = nl.ndarray((nq, 64, 128), nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((nq, nl.par_dim(64), 128), nl.float32, buffer=nl.sbuf)
+        ip, jf = nl.arange(64)[:, None], nl.arange(128)[None, :]
+        for q in nl.affine_range(nq):
+            dyq, sq = nl.load(dy[q]), nl.load(s[q])
+            for kk in nl.affine_range(nq):
+                causal = q >= kk
+                dy_t = nisa.nc_transpose(dyq, mask=causal)          # (128, 64) -> (64, 128)
+                ps = nisa.nc_matmul(dy_t, sq, mask=causal)          # K = 64 rows: dy[q] @ s[q], (128, 128)
+                acc[kk, ip, jf] = nl.loop_reduce(ps[ip, jf], op=np.add, loop_indices=(q,), dtype=nl.float32,
+                                                 mask=(ip < 48) & causal)
+        for kk in nl.affine_range(nq):
+            nl.store(out[kk], acc[kk])
+        return out
+
+    nq = 3
+    dy, s = f32(nq, 128, 64), f32(nq, 64, 128)
+    got = k(dy, s)
+    want = np.zeros((nq, 64, 128), np.float32)
+    for q in range(nq):
+        for kk in range(q + 1):  # causal blocks only
+            want[kk, :48] += (dy[q] @ s[q])[:48]  # stationary dy[q].T: (dy[q].T).T @ s[q]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("masks", [(True, False), (False, True), (False, False)])
+def test_psum_accumulation_skips_a_matmul_whose_mask_is_false(masks) -> None:
+    @nki.jit(mode="simulation")
+    def k(a):
+        out = nl.ndarray((64, 64), nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        ps = nl.zeros((64, 64), nl.float32, buffer=nl.psum)
+        for m in masks:
+            ps += nisa.nc_matmul(t, t, mask=m)
+        nl.store(out, nl.copy(ps))
+        return out
+
+    x = f32(128, 64)
+    np.testing.assert_allclose(k(x), sum(masks) * (x.T @ x), rtol=1e-4, atol=1e-3)

@@ -96,7 +96,9 @@ def nc_matmul(stationary: NkiTensor, moving: NkiTensor, is_stationary_onezero: b
     dst = allocate((m, n), moving.dtype if is_transpose else dtypes.float32, PSUM)
     _mm.nc_matmul(dst, stationary, moving, accumulate=False, is_transpose=is_transpose, mask=mask_array(mask),
                   perf_mode=mode, tile_position=tile_position, tile_size=tile_size)
-    return dst
+    # under mask= (e.g. a causal block's mask=False) only the masked elements are the result: `psum += ...`
+    # and assignments leave the rest of their destination alone
+    return _returned(dst, mask)
 
 
 def nc_transpose(data: NkiTensor, mask: Any = None, dtype: Any = None, engine: Any = engine.unknown) -> NkiTensor:
@@ -111,12 +113,16 @@ def nc_transpose(data: NkiTensor, mask: Any = None, dtype: Any = None, engine: A
         data = _in_sbuf(data, "nc_transpose")
     _mm.check_transpose("nc_transpose", data, eng)
     dst = allocate((data.free_size, data.partitions), data.dtype, PSUM if eng == "tensor" else SBUF)
-    _mm.nc_transpose(dst, data, eng, mask_array(mask))
+    m = mask_array(mask)
+    _mm.nc_transpose(dst, data, eng, m)
+    if m is not None:  # the elements the mask selected, in the transposed layout, are the result
+        sel = np.broadcast_to(m, data.shape).reshape(data.partitions, -1).T.reshape(dst.shape)
+        mark_result(dst, sel)
     if dtype is not None and dtypes.as_dtype(dtype) != dst.dtype:
         cast = allocate(dst.shape, dtype, SBUF)
-        _ew.tensor_copy(cast, dst, api="nc_transpose (cast)")
-        dst = cast
-    return _returned(dst, None)
+        _ew.tensor_copy(cast, dst, mask=m if m is None else dst.storage.result_mask, api="nc_transpose (cast)")
+        dst = mark_result(cast, None if m is None else dst.storage.result_mask)
+    return dst
 
 
 def activation(op: Any, data: NkiTensor, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
