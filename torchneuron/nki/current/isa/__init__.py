@@ -31,6 +31,7 @@ from ...instructions import elementwise as _ew
 from ...instructions import gather as _gather
 from ...instructions import iota as _iota
 from ...instructions import matmul as _mm
+from ...instructions import mx as _mx
 from ...instructions import reduce as _red
 from ...instructions import rng as _rng
 from ...instructions import select as _sel
@@ -44,6 +45,18 @@ def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, is_stati
               name: str | None = None) -> None:
     _mm.nc_matmul(dst, stationary, moving, accumulate, is_transpose, perf_mode=perf_mode,
                   tile_position=tile_position, tile_size=tile_size)
+
+
+def nc_matmul_mx(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, stationary_scale: NkiTensor,
+                 moving_scale: NkiTensor, tile_position: Any = None, tile_size: Any = None, accumulate: Any = None,
+                 name: str | None = None) -> None:
+    """MXFP8 matmul with dequantization (NeuronCore-v4); see instructions.mx for the layouts."""
+    _mx.nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, accumulate)
+
+
+def quantize_mx(dst: NkiTensor, src: NkiTensor, dst_scale: NkiTensor, name: str | None = None) -> None:
+    """bf16/fp16 -> 4-packed MXFP8 data and uint8 scales (NeuronCore-v4)."""
+    _mx.quantize_mx(dst, src, dst_scale)
 
 
 def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = engine.unknown, name: str | None = None) -> None:
