@@ -290,7 +290,12 @@ def case_published(args: argparse.Namespace, rng: np.random.Generator) -> dict[s
         b = rng.standard_normal((1, 16, seq), dtype=np.float32)
         c = rng.standard_normal((1, 16, seq), dtype=np.float32)
         t0 = time.perf_counter()
-        done = launch(kernel.func, (delta, u, a, b, c), {}, (), "legacy", trn1)
+        try:
+            done = launch(kernel.func, (delta, u, a, b, c), {}, (), "legacy", trn1)
+        except nki.NkiError as e:  # AWS's compiler spills SBUF here (v2 at seq_len 8192); the simulator refuses
+            rows.append({"kernel": f"fused mamba tutorial: {name}", "published_trn1_ms": MAMBA_PUBLISHED_MS[name],
+                         "refused": e.code})
+            continue
         mamba_walls[name] = time.perf_counter() - t0
         if channels == 256:  # values checked on the small shape (the reference is a Python loop over seq_len)
             want = _mamba_reference(delta, u, a, b, c)
