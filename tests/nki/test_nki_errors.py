@@ -209,10 +209,11 @@ def test_store_destination_smaller() -> None:
 
 
 def test_activation_bias_dtype() -> None:
+    """An integer bias is refused (a bf16/fp16 one is accepted: test_nki_accepted_code)."""
     @lnki.jit
     def k(a):
         t = lnl.load(a)
-        b = lnl.zeros((128, 1), lnl.bfloat16)
+        b = lnl.zeros((128, 1), lnl.int32)
         r = lisa.activation(lnl.exp, t, bias=b)  # BAD
         return r
     expect_error("err_activation_bias_invalid_type", k, A)
@@ -320,7 +321,7 @@ def test_reduce_over_partition_axis() -> None:
     @lnki.jit
     def k2(a):
         t = lnl.load(a.reshape((128, 4, 128)))
-        r = lnl.sum(t, axis=1)  # BAD
+        r = lisa.tensor_reduce(np.add, t, axis=1)  # BAD  (one instruction: trailing axes only; nl.sum permutes)
         return r
     expect_error("err_unsupported_reduce_axis", k2, A)
 
@@ -380,14 +381,14 @@ def test_sbuf_space_is_reused_when_tiles_die() -> None:
 
 
 def test_psum_capacity() -> None:
+    """One PSUM tile larger than the whole PSUM is refused (more tiles than the banks hold are spilled:
+    test_nki_accepted_code)."""
     @nki.jit
     def k(a):
-        banks = [nl.zeros((128, 512), nl.float32, buffer=nl.psum) for _ in range(8)]
-        extra = nl.zeros((128, 1), nl.float32, buffer=nl.psum)  # BAD
+        huge = nl.zeros((128, 4100), nl.float32, buffer=nl.psum)  # BAD
         s = nl.ndarray((128, 1), nl.float32, buffer=nl.sbuf)
-        for b in banks:
-            nisa.tensor_copy(dst=s, src=b[:, 0:1])
-        return extra
+        nisa.tensor_copy(dst=s, src=huge[:, 0:1])
+        return huge
     err = expect_error("err_psum_capacity_exceeded", nki.simulate(k), A)
     assert "16384" in str(err)
 

@@ -249,7 +249,8 @@ def test_legacy_cumulative_dma_transpose_constants_and_perf_mode() -> None:
         tr = nl.ndarray((64, 128), nl.float32, buffer=nl.shared_hbm)
         mm = nl.ndarray((128, 64), nl.float32, buffer=nl.shared_hbm)
         x = nl.load(a)
-        nl.store(cum, nisa.tensor_scalar_cumulative(x, op0=nl.multiply, op1=nl.add, imm0=2.0, imm1=1.0))
+        nl.store(cum, nisa.tensor_scalar_cumulative(x, op0=nl.multiply, op1=nl.add, imm0=2.0, imm1=1.0,
+                                                    reduce_cmd=nisa.reduce_cmd.load_reduce))
         nl.store(tr, nisa.dma_transpose(a))
         res = nisa.nc_matmul(nl.load(b), x, perf_mode=nisa.matmul_perf_mode.none)
         nl.store(mm, nl.copy(res))

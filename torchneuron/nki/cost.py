@@ -47,6 +47,7 @@ class CostReport:
     dma_bytes: float
     peak_sbuf_bytes_per_partition: int = 0
     peak_psum_bytes_per_partition: int = 0
+    psum_spill_bytes_per_partition: int = 0  # PSUM tiles the compiler would spill to SBUF (memory.finish)
     per_core_latency_ns: list[float] = field(default_factory=list)
 
     @property
@@ -185,7 +186,8 @@ def gpsimd_cycles(n: int) -> float:
     return float(GPSIMD_START_CYCLES + n)
 
 
-def report(models: list[CostModel], target: Target, peak_sbuf: int = 0, peak_psum: int = 0) -> CostReport:
+def report(models: list[CostModel], target: Target, peak_sbuf: int = 0, peak_psum: int = 0,
+           psum_spill: int = 0) -> CostReport:
     if len(models) == 1:  # one core (every launch but LNC=2 ones): the model's own numbers
         m = models[0]
         busy = dict(m.busy)
@@ -204,7 +206,7 @@ def report(models: list[CostModel], target: Target, peak_sbuf: int = 0, peak_psu
         bound_kind="dma" if bound == "dma" else "compute",
         flops=sum(m.flops for m in models), dma_bytes=sum(m.dma_bytes for m in models),
         peak_sbuf_bytes_per_partition=peak_sbuf, peak_psum_bytes_per_partition=peak_psum,
-        per_core_latency_ns=[m.end for m in models],
+        psum_spill_bytes_per_partition=psum_spill, per_core_latency_ns=[m.end for m in models],
     )
 
 

@@ -24,10 +24,16 @@ float8_e8m0fnu = np.dtype(ml_dtypes.float8_e8m0fnu)
 int8, int16, int32 = np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32)
 uint8, uint16, uint32 = np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32)
 bool_ = np.dtype(np.bool_)
+# NeuronCore-v4 MX data: four fp8 (or fp4) values packed in one element along the contraction dim. Stored as
+# their raw bytes; only quantize_mx / nc_matmul_mx and data movement interpret them (instructions.mx)
+float8_e4m3fn_x4 = np.dtype([("float8_e4m3fn_x4", np.uint8, (4,))])
+float8_e5m2_x4 = np.dtype([("float8_e5m2_x4", np.uint8, (4,))])
+float4_e2m1fn_x4 = np.dtype([("float4_e2m1fn_x4", np.uint8, (2,))])
+PACKED = (float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4)
 
 FLOATS = (float32, float16, bfloat16, tfloat32, float8_e4m3, float8_e4m3fn, float8_e5m2, float8_e8m0fnu)
 INTS = (int8, int16, int32, uint8, uint16, uint32)
-SUPPORTED = (*FLOATS, *INTS, bool_)
+SUPPORTED = (*FLOATS, *INTS, bool_, *PACKED)
 # dtypes hash, so the per-instruction questions are set lookups, not chains of dtype comparisons
 _FLOAT_SET, _INT_SET, _SUPPORTED_SET = frozenset(FLOATS), frozenset(INTS), frozenset(SUPPORTED)
 
@@ -35,6 +41,7 @@ _ALIASES: dict[Any, np.dtype] = {
     "float32": float32, "fp32": float32, "float16": float16, "fp16": float16, "bfloat16": bfloat16,
     "bf16": bfloat16, "tfloat32": tfloat32, "float8_e4m3": float8_e4m3, "float8_e4m3fn": float8_e4m3fn,
     "float8_e5m2": float8_e5m2, "float8_e8m0fnu": float8_e8m0fnu, "bool": bool_, "bool_": bool_,
+    "float8_e4m3fn_x4": float8_e4m3fn_x4, "float8_e5m2_x4": float8_e5m2_x4, "float4_e2m1fn_x4": float4_e2m1fn_x4,
 }
 
 
@@ -82,6 +89,8 @@ def itemsize(dt: np.dtype) -> int:
 
 
 def name(dt: np.dtype) -> str:
+    if dt.names:  # a packed MX type
+        return dt.names[0]
     return "tfloat32" if dt == tfloat32 else dt.name
 
 
@@ -89,6 +98,8 @@ def sentinel(dt: np.dtype) -> Any:
     """What uninitialised memory reads as: NaN for floats, 4 for integers (as AWS's simulator)."""
     if is_float(dt):
         return np.nan
+    if dt.names:  # packed MX bytes: all ones (NaN in fp8 e4m3fn / e5m2)
+        return 0xFF
     return True if dt == bool_ else 4
 
 

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import cost
+from . import cost, hardware
+from .. import _env
 from .core import context
 from .errors import ERR_GRID, ERR_INVALID_ARG, ERR_NESTED_SPMD, fail
 from .runner import GridDim, Launch, launch
@@ -98,8 +99,16 @@ class Kernel:
         return type(self)(self.func, self.api, self.mode, _grid_dims(key, self.api), self.options)
 
     def run(self, *args: Any, **kwargs: Any) -> Launch:
-        self.last_launch = launch(self.func, args, kwargs, self.grid, self.api)
+        self.last_launch = launch(self.func, args, kwargs, self.grid, self.api, self._target())
         return self.last_launch
+
+    def _target(self) -> Any:
+        """Legacy `jit(platform_target="trn2")` picks the generation, unless NEURON_PLATFORM_TARGET_OVERRIDE
+        (AWS's switch, which overrides it there too) is set."""
+        name = self.options.get("platform_target")
+        if name is None or _env.get(_env.NKI_TARGET).strip():
+            return None
+        return hardware.target_named(str(name))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if context.active() is not None:  # a kernel calling a kernel: inline it as a sub-kernel

@@ -39,6 +39,7 @@ from .instructions.common import write as _write
 float32, float16, bfloat16, tfloat32 = _dt.float32, _dt.float16, _dt.bfloat16, _dt.tfloat32
 float8_e4m3, float8_e4m3fn, float8_e5m2, float8_e8m0fnu = (_dt.float8_e4m3, _dt.float8_e4m3fn, _dt.float8_e5m2,
                                                            _dt.float8_e8m0fnu)
+float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4 = _dt.float8_e4m3fn_x4, _dt.float8_e5m2_x4, _dt.float4_e2m1fn_x4
 int8, int16, int32, bool_ = _dt.int8, _dt.int16, _dt.int32, _dt.bool_
 uint8, uint16, uint32 = _dt.uint8, _dt.uint16, _dt.uint32
 finfo = _dt.finfo
@@ -372,15 +373,19 @@ def device_print(prefix: str, x: Any) -> None:
 
 # ---- loops (the simulator runs kernels eagerly: every loop kind iterates in program order) ----
 
-def affine_range(start: Any, stop: Any = None, step: Any = 1, unroll: Any = None) -> Iterable[int]:
+# `directives=` (compiler scheduling hints, e.g. `ncc.multi_buffer(2)`) and `unroll=` change how the compiler
+# lays the loop out, never what it computes: accepted and not needed here
+
+def affine_range(start: Any, stop: Any = None, step: Any = 1, unroll: Any = None,
+                 directives: Any = None) -> Iterable[int]:
     return _range(start, stop, step)
 
 
-def sequential_range(start: Any, stop: Any = None, step: Any = 1) -> Iterable[int]:
+def sequential_range(start: Any, stop: Any = None, step: Any = 1, directives: Any = None) -> Iterable[int]:
     return _range(start, stop, step)
 
 
-def static_range(start: Any, stop: Any = None, step: Any = 1) -> Iterable[int]:
+def static_range(start: Any, stop: Any = None, step: Any = 1, directives: Any = None) -> Iterable[int]:
     return _range(start, stop, step)
 
 

@@ -327,7 +327,10 @@ def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         if data_dependence.steered():
             steered.append(i)
         if run.accounting:
-            run.memory.finish()
+            for iv in run.memory.finish():
+                # a spilled PSUM tile is copied out to SBUF and back in (Vector engine, fp32 elements)
+                elems = max(iv.nbytes // 4, 1)
+                run.cost.compute("vector", 2 * max(cost.MIN_II, elems) + 2 * cost.SBUF_ACCESS_CYCLES)
         return run, result
 
     if exchange is not None:  # LNC=2: the cores run at once and may sendrecv / core_barrier
@@ -341,7 +344,8 @@ def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         report = checked.copy()  # the caller's own, as a checked launch's is
     else:
         report = cost.report(models, target, max(r.memory.peak["sbuf"] for r, _ in finished),
-                             max(r.memory.peak["psum"] for r, _ in finished))
+                             max(r.memory.peak["psum"] for r, _ in finished),
+                             max(sum(iv.nbytes for iv in r.memory.spilled) for r, _ in finished))
         if not steered:
             launch_signatures.remember(func, signature, report)
     prints = [p for r, _ in finished for p in r.prints]

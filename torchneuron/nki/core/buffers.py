@@ -87,7 +87,8 @@ class Storage:
     """One allocation. `data` is flat; views compute element offsets into it."""
 
     __slots__ = ("uid", "shape", "dtype", "buffer", "_name", "partition_axis", "written", "psum_fresh", "pending",
-                 "live", "result_mask", "_compute", "partitions", "partition_stride", "size", "_data", "__weakref__")
+                 "live", "result_mask", "loop_reduce", "_compute", "partitions", "partition_stride", "size", "_data",
+                 "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str = "",
                  partition_axis: int = 0, data: np.ndarray | None = None, track_writes: bool = False) -> None:
@@ -115,6 +116,7 @@ class Storage:
         self.pending: Any = None      # a deferred PSUM accumulation group: anything with .flush()
         self.live: Any = None         # core.memory's record of where and how long it occupies the chip
         self.result_mask: Any = None  # the mask= a legacy instruction wrote this (fresh) result tile under
+        self.loop_reduce: Any = None  # legacy nl.loop_reduce result: (op, source) to combine into its destination
         self._compute: dict[Any, np.ndarray] | None = None  # fp32 copies of views, until the next write
 
     @property
@@ -177,7 +179,8 @@ class Placement:
 
     def physical_tiles(self, block_shape: tuple[int, ...], partitions: int, bytes_per_block: int) -> int | None:
         if self.address_of is not None:
-            addresses = {tuple(self.address_of(idx, partitions, bytes_per_block))
+            # AWS's compiler calls the allocation function with keywords: func(idx=, pdim_size=, fdim_size=)
+            addresses = {tuple(self.address_of(idx=idx, pdim_size=partitions, fdim_size=bytes_per_block))
                          for idx in itertools.product(*(range(n) for n in block_shape))}
             return max(len(addresses), 1)
         return self.free_tiles

@@ -40,6 +40,7 @@ class KernelRun:
     shared_next: int = 0
     rng: Any = None           # the PRNG state (instructions.rng), created on first use
     reduce_regs: Any = None   # the Scalar engine's per-partition reduce registers (instructions.elementwise)
+    vector_regs: Any = None   # the Vector engine's accumulators (instructions.accumulate.tensor_scalar_cumulative)
     exchange: Any = None      # lnc.CoreExchange when the cores of an LNC launch run concurrently
     kernel_code: Any = None   # the launched function's code: shared_hbm tensors are allocated there only
     tensor_class: type = NkiTensor  # what allocations return (the launch passes instructions.tile.Tile)

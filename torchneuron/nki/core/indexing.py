@@ -11,7 +11,11 @@ from typing import Any
 
 import numpy as np
 
+import sys
+
 from ..errors import ERR_ARANGE_CONTROL_FLOW, fail
+from . import short_circuit as _short_circuit
+from .short_circuit import PENDING as _PENDING
 
 
 def _values(x: Any) -> Any:
@@ -23,36 +27,90 @@ class IndexArray:
 
     __array_priority__ = 100  # numpy scalars defer to our operators
 
-    def __init__(self, values: np.ndarray, raw_arange: bool = False, runtime: bool = False) -> None:
-        self.values = np.asarray(values, dtype=np.int64)
+    def __init__(self, values: np.ndarray | None, raw_arange: bool = False, runtime: bool = False,
+                 affine: tuple[int, int, int] | None = None, shape: tuple[int, ...] | None = None) -> None:
+        # values may be left to be made from `affine` and `shape` when first asked for (the strided-view
+        # path of an access never needs them)
+        self._values = None if values is None else np.asarray(values, dtype=np.int64)
+        self._shape = self._values.shape if self._values is not None else tuple(shape or ())
         # A bare `nl.arange(n)` is 1-D: the compiler needs it shaped ([:, None] / [None, :]) to index.
         self.raw_arange = raw_arange
         self.runtime = runtime  # read from an index tile while the kernel runs (indirect access)
+        # (axis, start, step) when the values are `start + step * i` along one axis and constant along the
+        # others (`k * 128 + i_p`, an mgrid component): indexing with such expressions is a strided view
+        # (NkiTensor._affine_gather), not a gather
+        self.affine = affine
+
+    @property
+    def values(self) -> np.ndarray:
+        if self._values is None:
+            axis, start, step = self.affine  # type: ignore[misc]
+            shape = self._shape
+            line = start + step * np.arange(shape[axis], dtype=np.int64)
+            self._values = np.broadcast_to(line.reshape([-1 if d == axis else 1 for d in range(len(shape))]), shape)
+        return self._values
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.values.shape
+        return self._shape
 
     @property
     def ndim(self) -> int:
-        return self.values.ndim
+        return len(self._shape)
 
     def __getitem__(self, key: Any) -> IndexArray:
-        return IndexArray(self.values[key], runtime=self.runtime)
+        return IndexArray(self.values[key], runtime=self.runtime, affine=self._reshaped_affine(key))
 
-    def _binary(self, other: Any, fn: Any) -> IndexArray:
+    def _reshaped_affine(self, key: Any) -> tuple[int, int, int] | None:
+        """The affine form after `[:, None]`-style reshaping (only full slices and new axes keep it)."""
+        if self.affine is None:
+            return None
+        key = key if isinstance(key, tuple) else (key,)
+        axis, old = None, 0
+        for new, k in enumerate(key):
+            if k is None:
+                continue
+            if not (isinstance(k, slice) and k == slice(None)):
+                return None
+            if old == self.affine[0]:
+                axis = new
+            old += 1
+        if old != self.ndim or axis is None:
+            return None
+        return (axis, self.affine[1], self.affine[2])
+
+    def _binary(self, other: Any, fn: Any, affine: tuple[int, int, int] | None = None) -> IndexArray:
         runtime = self.runtime or bool(getattr(other, "runtime", False))
-        return IndexArray(fn(self.values, _values(other)), runtime=runtime)
+        if affine is not None:  # `k * 128 + i_p`: the values are made only if something reads them
+            return IndexArray(None, runtime=runtime, affine=affine, shape=self._shape)
+        return IndexArray(fn(self.values, _values(other)), runtime=runtime, affine=affine)
 
-    def __add__(self, o: Any) -> IndexArray: return self._binary(o, np.add)
-    def __radd__(self, o: Any) -> IndexArray: return self._binary(o, lambda a, b: b + a)
-    def __sub__(self, o: Any) -> IndexArray: return self._binary(o, np.subtract)
-    def __rsub__(self, o: Any) -> IndexArray: return self._binary(o, lambda a, b: b - a)
-    def __mul__(self, o: Any) -> IndexArray: return self._binary(o, np.multiply)
-    def __rmul__(self, o: Any) -> IndexArray: return self._binary(o, lambda a, b: b * a)
+    def _scaled(self, other: Any, start: Any, step: Any) -> tuple[int, int, int] | None:
+        """The affine form of `self op other` for an integer scalar `other`, given how op maps it."""
+        if self.affine is None or not isinstance(other, (int, np.integer)) or isinstance(other, bool):
+            return None
+        a, s0, st = self.affine
+        return (a, int(start(s0, int(other))), int(step(st, int(other))))
+
+    def __add__(self, o: Any) -> IndexArray:
+        return self._binary(o, np.add, self._scaled(o, lambda s, c: s + c, lambda st, c: st))
+    def __radd__(self, o: Any) -> IndexArray:
+        return self._binary(o, lambda a, b: b + a, self._scaled(o, lambda s, c: s + c, lambda st, c: st))
+    def __sub__(self, o: Any) -> IndexArray:
+        return self._binary(o, np.subtract, self._scaled(o, lambda s, c: s - c, lambda st, c: st))
+    def __rsub__(self, o: Any) -> IndexArray:
+        return self._binary(o, lambda a, b: b - a, self._scaled(o, lambda s, c: c - s, lambda st, c: -st))
+    def __mul__(self, o: Any) -> IndexArray:
+        return self._binary(o, np.multiply, self._scaled(o, lambda s, c: s * c, lambda st, c: st * c))
+    def __rmul__(self, o: Any) -> IndexArray:
+        return self._binary(o, lambda a, b: b * a, self._scaled(o, lambda s, c: s * c, lambda st, c: st * c))
     def __floordiv__(self, o: Any) -> IndexArray: return self._binary(o, np.floor_divide)
     def __mod__(self, o: Any) -> IndexArray: return self._binary(o, np.mod)
-    def __neg__(self) -> IndexArray: return IndexArray(-self.values, runtime=self.runtime)
+    def __neg__(self) -> IndexArray:
+        if self.affine is not None:
+            return IndexArray(None, runtime=self.runtime, affine=(self.affine[0], -self.affine[1], -self.affine[2]),
+                              shape=self._shape)
+        return IndexArray(-self.values, runtime=self.runtime)
     def __lshift__(self, o: Any) -> IndexArray: return self._binary(o, np.left_shift)
     def __rshift__(self, o: Any) -> IndexArray: return self._binary(o, np.right_shift)
 
@@ -76,10 +134,15 @@ class IndexArray:
 
 
 class Mask:
-    """A compile-time predicate: comparisons of index expressions combined with `&`, `|`, `~`."""
+    """A compile-time predicate: comparisons of index expressions combined with `&`, `|`, `~`, or with
+    Python's `and` / `or` (`mask=(i_p < n) and (i_f < m)`), which AWS's tracer accepts as the conjunction /
+    disjunction; see `_short_circuit`."""
 
     def __init__(self, values: np.ndarray) -> None:
-        self.values = np.asarray(values, dtype=np.bool_)
+        values = np.asarray(values, dtype=np.bool_)
+        if _PENDING.items:
+            values = _short_circuit.combine(values)
+        self.values = values
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -92,12 +155,20 @@ class Mask:
     def __invert__(self) -> Mask: return Mask(~self.values)
 
     def __bool__(self) -> bool:
-        raise fail(ERR_ARANGE_CONTROL_FLOW, "a Python condition depends on an nl.arange comparison.",
-                   "pass the comparison as mask= to the nl/nisa call instead of branching on it.")
+        frame = sys._getframe(1)
+        kind = _short_circuit.operator_at(frame)
+        if kind is None:
+            raise fail(ERR_ARANGE_CONTROL_FLOW, "a Python condition depends on an nl.arange comparison.",
+                       "pass the comparison as mask= to the nl/nisa call instead of branching on it.")
+        # `a and b`: Python evaluates b (True) / `a or b`: Python evaluates b (False); every predicate made
+        # while b is evaluated is combined with a, so the expression's value is a & b / a | b
+        _short_circuit.defer(frame, kind, self.values)
+        return kind == "and"
 
 
 def arange(*args: int) -> IndexArray:
-    return IndexArray(np.arange(*args), raw_arange=True)
+    r = range(*(int(a) for a in args))
+    return IndexArray(np.arange(*args), raw_arange=True, affine=(0, r.start, r.step))
 
 
 class MGridResult(tuple):
@@ -116,7 +187,12 @@ class _MGrid:
     def __getitem__(self, key: Any) -> MGridResult:
         key = key if isinstance(key, tuple) else (key,)
         grids = np.mgrid[key] if len(key) > 1 else [np.mgrid[key[0]]]
-        return MGridResult(IndexArray(g) for g in grids)
+        affine = []
+        for axis, k in enumerate(key):
+            r = range(*k.indices(k.stop)) if isinstance(k, slice) and k.stop is not None and \
+                all(isinstance(v, (int, np.integer, type(None))) for v in (k.start, k.stop, k.step)) else None
+            affine.append(None if r is None else (axis, r.start, r.step))
+        return MGridResult(IndexArray(g, affine=a) for g, a in zip(grids, affine))
 
 
 mgrid = _MGrid()

@@ -118,6 +118,7 @@ class OnChipMemory:
     tick: int = 0
     intervals: list[Interval] = field(default_factory=list)
     peak: dict[str, int] = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
+    spilled: list[Interval] = field(default_factory=list)  # PSUM live ranges moved to SBUF by finish()
 
     def capacity(self, kind: str) -> int:
         t = self.target
@@ -146,9 +147,14 @@ class OnChipMemory:
         live = storage.live
         return isinstance(live, Whole) and live.interval.first == live.interval.last == self.tick
 
-    def finish(self) -> None:
-        """Sweep the live ranges: record the peak per buffer, raise if it exceeds the capacity."""
-        for kind in ("sbuf", "psum"):
+    def finish(self) -> list[Interval]:
+        """Sweep the live ranges: record the peak per buffer, raise if SBUF exceeds its capacity. PSUM
+        that overflows is spilled as AWS's compiler does (the attention tutorial's v3/v9 keep more PSUM
+        tiles live than the 8 banks hold): each tile that does not fit lives in SBUF instead (counted
+        there) and is returned, so the launch charges its spill and fill copies. Only a single PSUM tile
+        larger than the whole PSUM is refused."""
+        spilled: list[Interval] = []
+        for kind in ("psum", "sbuf"):
             events: list[tuple[int, int, Interval]] = []
             for iv in self.intervals:
                 if iv.kind == kind and iv.first >= 0:
@@ -160,8 +166,13 @@ class OnChipMemory:
             limit = self.capacity(kind)
             for _, starts, iv in events:
                 if not starts:
-                    used -= iv.nbytes
-                    live.discard(iv)
+                    if iv in live:  # (a spilled PSUM range never was)
+                        used -= iv.nbytes
+                        live.discard(iv)
+                    continue
+                if kind == "psum" and used + iv.nbytes > limit and iv.nbytes <= limit:
+                    iv.kind = "sbuf"  # spilled: the SBUF sweep (next) counts it
+                    spilled.append(iv)
                     continue
                 used += iv.nbytes
                 live.add(iv)
@@ -170,6 +181,8 @@ class OnChipMemory:
                 if used > limit:
                     raise self._overflow(kind, iv, used - iv.nbytes, limit, live)
             self.peak[kind] = peak
+        self.spilled = spilled
+        return spilled
 
     def _overflow(self, kind: str, iv: Interval, before: int, limit: int, live: set[Interval]) -> NkiError:
         others = sorted((o for o in live if o is not iv), key=lambda o: -o.nbytes)[:4]

@@ -27,7 +27,7 @@ from ..errors import (
 )
 from . import data_dependence
 from .buffers import Buffer, Storage
-from .indexing import IndexArray, Mask
+from .indexing import IndexArray, Mask, MGridResult
 
 
 _ROW_MAJOR: dict[tuple[int, ...], tuple[int, ...]] = {}  # a kernel allocates the same few shapes over and over
@@ -179,6 +179,10 @@ class NkiTensor:
         return self.shape[0]
 
     def __bool__(self) -> bool:
+        if self.buffer.is_hbm:
+            # `if bias:` on an optional HBM kernel argument (None or a tensor) is a host-side test of whether
+            # the argument was passed, as AWS's tracer evaluates it; only on-chip values are ambiguous
+            return True
         raise fail(ERR_TRUTH_VALUE, f"the truth value of tensor `{self.name}` is ambiguous.",
                    "compare values with nl.equal/nl.greater and use the result as data or a predicate.")
 
@@ -355,6 +359,8 @@ class NkiTensor:
 
     # ---- indexing ----
     def __getitem__(self, key: Any) -> NkiTensor:
+        if type(key) is MGridResult:  # `t[nl.mgrid[0:128, 0:512]]`: the grid is the full index
+            key = tuple(key)
         if self.index is None:
             if type(key) is tuple and len(key) == 2 and self.ndim == 2:
                 view = self._two_ranges(key)
@@ -428,6 +434,7 @@ class NkiTensor:
         partition dimension is never dropped."""
         shape, strides, offset = [], [], self.offset
         droppable: list[int] = []  # result positions of integers that may be dropped
+        over: list[tuple[int, int, int, int, int]] = []  # (position, dim, start, step, size) of slices past the end
         pdim, dim = None, 0
         on_chip = self.buffer.on_chip
         for k in key:
@@ -457,8 +464,10 @@ class NkiTensor:
                 stop = size if stop is None else int(stop)
                 start = start + size if start < 0 else start
                 stop = stop + size if stop < 0 else stop
-                if start < 0 or stop > size or start > stop:
+                if start < 0 or start > stop or (stop > size and (start >= size or self.buffer.on_chip)):
                     raise oob(self.name, dim, start, stop - 1, size)
+                if stop > size:  # a tail tile running past an HBM tensor: legal where the access's mask= cuts it
+                    over.append((len(shape), dim, start, step, size))
                 if dim == self.pdim:
                     pdim = len(shape)
                 shape.append(-(-(stop - start) // step))
@@ -482,9 +491,27 @@ class NkiTensor:
                 del strides[p]
                 if pdim is not None and pdim > p:
                     pdim -= 1
+                over = [(q - 1 if q > p else q, d, a, st, n) for q, d, a, st, n in over]
         if not on_chip:
             pdim = 0
+        if over:
+            return self._bounded_slices(tuple(shape), tuple(strides), offset, over)
         return self.derive(tuple(shape), tuple(strides), offset, pdim)
+
+    def _bounded_slices(self, shape: tuple[int, ...], strides: tuple[int, ...], offset: int,
+                        over: list[tuple[int, int, int, int, int]]) -> NkiTensor:
+        """`hbm[128:256]` on a 160-row tensor: the view as a gather whose out-of-range rows are checked when
+        an instruction accesses it, under its mask= (AWS's compiler accepts a tail tile whose mask keeps
+        the access inside the tensor; without a mask it is the documented out-of-bound error)."""
+        index = np.full(shape, offset, dtype=np.int64)
+        for d, (n, s) in enumerate(zip(shape, strides)):
+            index = index + (np.arange(n, dtype=np.int64) * s).reshape((n,) + (1,) * (len(shape) - d - 1))
+        bounds = []
+        for pos, dim, start, step, size in over:
+            vals = (start + step * np.arange(shape[pos], dtype=np.int64)).reshape(
+                (shape[pos],) + (1,) * (len(shape) - pos - 1))
+            bounds.append(Bound(dim, np.broadcast_to(vals, shape), size))
+        return self.derive(shape, None, 0, 0, index=index, bounds=tuple(bounds))
 
     def _affine_gather(self, key: tuple[Any, ...]) -> NkiTensor:
         if any(isinstance(k, slice) or k is None for k in key):
@@ -500,6 +527,9 @@ class NkiTensor:
                        "give it a dimension, e.g. nl.arange(128)[:, None] for partitions and "
                        "nl.arange(512)[None, :] for the free dimension.")
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        view = self._affine_as_slices(key, shape)
+        if view is not None:
+            return view
         index = np.full(shape, self.offset, dtype=np.int64)
         bounds = []
         for dim, k in enumerate(key):
@@ -514,6 +544,39 @@ class NkiTensor:
                     raise oob(self.name, dim, k, k, self.shape[dim])
                 index = index + i * stride
         return self.derive(shape, None, 0, 0, index=index, bounds=tuple(bounds))
+
+    def _affine_as_slices(self, key: tuple[Any, ...], shape: tuple[int, ...]) -> NkiTensor | None:
+        """`t[k * 128 + i.p, m * 512 + i.x]` (the legacy tutorials' indexing): when every expression steps
+        along its own axis, in the tensor's dimension order, and stays inside the tensor, the access is the
+        strided view of the equivalent slices (no per-element index array: the fast path every view
+        takes). Anything else (transposing, runtime or non-affine indices, a tail past the end that the
+        access's mask must cut) stays a gather."""
+        basic: list[Any] = []
+        axis = 0
+        nd = len(shape)
+        for dim, k in enumerate(key):
+            if not isinstance(k, IndexArray):
+                basic.append(k)
+                continue
+            aff = k.affine
+            if aff is None or k.runtime:
+                return None
+            a = aff[0] + nd - k.ndim  # broadcasting aligns on the right
+            if a != axis:
+                return None
+            n = shape[a]
+            if k.shape[aff[0]] != n:
+                return None
+            start, step = aff[1], aff[2] if n > 1 else 1
+            last = start + step * (n - 1)
+            if step <= 0 or start < 0 or last >= self.shape[dim]:
+                return None
+            basic.append(slice(start, last + 1, step))
+            axis += 1
+        if axis != nd:
+            return None
+        view = self._basic(tuple(basic))
+        return view if view.shape == tuple(shape) else None
 
     def _index_gather(self, key: tuple[Any, ...]) -> NkiTensor:
         """Indexing a gather view again: index its offset array with the same bounds rules."""

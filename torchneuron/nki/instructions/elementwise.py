@@ -178,7 +178,8 @@ def _activation_vector(v: Any, dst: NkiTensor, api: str, arg: str, code_type: st
         if v.free_size != 1 or v.partitions not in (1, dst.partitions):
             raise fail(ERR_ACT_SCALE_SHAPE, f"'{arg}' of '{api}' has shape {v.shape}; it must be a scalar or a "
                        f"({dst.partitions}, 1) vector.", "pass one value per partition.")
-        if v.dtype != dtypes.float32:
+        # AWS's compiler accepts a bf16/fp16 bias vector (the engine reads it into fp32); scale stays fp32
+        if v.dtype != dtypes.float32 and not (arg == "bias" and v.dtype in (dtypes.bfloat16, dtypes.float16)):
             code = ERR_ACT_SCALE_TYPE if arg == "scale" else ERR_ACT_BIAS_TYPE
             raise fail(code, f"'{arg}' of '{api}' is {dtypes.name(v.dtype)}; the Scalar engine takes an fp32 "
                        f"{arg}.", f"make the {arg} tile float32.")
@@ -277,7 +278,12 @@ def _result_dtype(name: str, operands: list[Any], dtype: Any) -> np.dtype:
     if name in _COMPARISONS and context.current().api == "legacy":
         return dtypes.bool_
     dts = [t.dtype if isinstance(t, NkiTensor) else dtypes.scalar_dtype(t) for t in operands]
-    return dtypes.result_dtype(*dts)
+    out = dtypes.result_dtype(*dts)
+    if name == "divide" and out.kind in "iub" and context.current().api == "legacy":
+        # legacy `int_tile / n` is true division (AWS's kernels floor it afterwards: resize-nearest's
+        # `nl.floor(pos / w, dtype=nl.int32)`); an integer result would round 58.5 up before the floor
+        return dtypes.float32
+    return out
 
 
 def nl_binary(name: str, x: Any, y: Any, dtype: Any = None, mask: np.ndarray | None = None) -> NkiTensor:

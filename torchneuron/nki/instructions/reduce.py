@@ -24,8 +24,10 @@ from .common import (
 )
 
 
-def normalise_axes(t: NkiTensor, axis: Any, api: str) -> tuple[int, ...]:
-    """Reduce axes must be free dims and the trailing contiguous ones ([1], [1, 2], ...)."""
+def normalise_axes(t: NkiTensor, axis: Any, api: str, trailing: bool = True) -> tuple[int, ...]:
+    """Reduce axes must be free dims and, for one instruction, the trailing contiguous ones ([1], [1, 2], ...).
+    `nl.*` reductions (`trailing=False`) take any free axes (`nl.sum(t, axis=[2, 4])`): the compiler
+    lowers them to instructions over a permuted access pattern."""
     if axis is None:
         axes = tuple(range(1, t.ndim))
     else:
@@ -36,18 +38,18 @@ def normalise_axes(t: NkiTensor, axis: Any, api: str) -> tuple[int, ...]:
         raise fail(ERR_REDUCE_AXIS, f"'{api}' reduces axis {list(axes)} of `{t.name}` {t.shape}, which includes the "
                    "partition dimension.", "reduce free dims only (axis=1 / [1, 2]); reduce across partitions with "
                    "nisa.tensor_partition_reduce or a matmul with a ones vector.")
-    if axes != tuple(range(t.ndim - len(axes), t.ndim)):
+    if trailing and axes != tuple(range(t.ndim - len(axes), t.ndim)):
         raise fail(ERR_REDUCE_AXIS, f"'{api}' reduces axes {list(axes)} of `{t.name}` {t.shape}; only the last "
                    "contiguous free axes can be reduced.", "permute the tile so the reduced axes come last.")
     return axes
 
 
 def tensor_reduce(dst: NkiTensor, op: Any, data: NkiTensor, axis: Any, negate: bool = False, keepdims: bool = False,
-                  mask: np.ndarray | None = None, api: str = "tensor_reduce") -> None:
+                  mask: np.ndarray | None = None, api: str = "tensor_reduce", trailing: bool = True) -> None:
     check_on_chip(data, api, "data")
     check_partitions(data, api, "data")
     check_on_chip(dst, api, "dst")
-    axes = normalise_axes(data, axis, api)
+    axes = normalise_axes(data, axis, api, trailing)
     name = alu.op_name(op)
     x = read_raw(data, mask) if name.startswith("bitwise") else read(data, mask)
     if mask is not None:  # masked-off elements do not take part
@@ -66,7 +68,7 @@ def tensor_reduce(dst: NkiTensor, op: Any, data: NkiTensor, axis: Any, negate: b
 
 def nl_reduce(name: str, x: NkiTensor, axis: Any, dtype: Any = None, keepdims: bool = False,
               mask: np.ndarray | None = None) -> NkiTensor:
-    axes = normalise_axes(x, axis, f"nl.{name}")
+    axes = normalise_axes(x, axis, f"nl.{name}", trailing=False)
     shape = tuple(1 if i in axes else s for i, s in enumerate(x.shape)) if keepdims else \
         tuple(s for i, s in enumerate(x.shape) if i not in axes)
     if len(shape) < 2 and not keepdims:  # tiles stay >= 2-D on chip
@@ -87,7 +89,7 @@ def nl_reduce(name: str, x: NkiTensor, axis: Any, dtype: Any = None, keepdims: b
         run = context.current()
         run.issue("vector", max(cost.MIN_II, 2 * x.free_size), (x,), (dst,))
         return dst
-    tensor_reduce(dst, op, x, axes, keepdims=keepdims, mask=mask, api=f"nl.{name}")
+    tensor_reduce(dst, op, x, axes, keepdims=keepdims, mask=mask, api=f"nl.{name}", trailing=False)
     return dst
 
 
@@ -97,7 +99,7 @@ def tensor_partition_reduce(dst: NkiTensor, op: Any, data: NkiTensor, api: str =
     check_on_chip(data, api, "data")
     check_partitions(data, api, "data")
     name = alu.op_name(op)
-    x = read(data)
+    x = read(data, mask)
     if mask is not None:
         x = np.where(input_mask(api, mask, data.shape), x, alu.REDUCE.get(name, (None, 0.0))[1])
     out = alu.reduce(name, x, (0,), keepdims=True)
@@ -120,7 +122,8 @@ def bn_stats(dst: NkiTensor, data: NkiTensor, api: str = "bn_stats", mask: np.nd
     if n > 512:
         raise fail(ERR_DIM_LIMIT, f"'{api}' takes at most 512 elements per partition, got {n}.",
                    "split the free dim into chunks of nl.tile_size.bn_stats_fmax and aggregate with bn_aggr.")
-    x = read(data).reshape(data.partitions, -1).astype(np.float32, copy=False)  # only read below
+    # masked-off elements are not accessed (a tail tile's gather may run past the tile where the mask is off)
+    x = read(data, mask).reshape(data.partitions, -1).astype(np.float32, copy=False)  # only read below
     if mask is None:  # every element counts, with weight 1: no weights at all (the same bits)
         # contiguous halves: summed in the order np.where's copy of them would be
         halves = [(np.ascontiguousarray(x[:, 0::2]), None), (np.ascontiguousarray(x[:, 1::2]), None)]

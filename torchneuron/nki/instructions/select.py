@@ -25,6 +25,7 @@ from .common import (
     read,
     write,
 )
+from .accumulate import fold_registers
 from .iota import pattern_values
 
 _NO_MATCH = np.iinfo(np.uint32).max
@@ -63,34 +64,38 @@ def tensor_copy_predicated(dst: NkiTensor, src: Any, predicate: Any, reverse_pre
 
 
 def _reduce_into(api: str, reduce_res: NkiTensor | None, reduce_op: Any, out: np.ndarray,
-                 keep: np.ndarray | None) -> None:
-    """The free-dim reduction of an instruction's result into `reduce_res` (masked-off elements excluded)."""
-    if reduce_res is None:
+                 keep: np.ndarray | None, reduce_cmd: Any = "idle") -> None:
+    """The free-dim reduction of an instruction's result (masked-off elements excluded), through the Vector
+    engine's accumulators as `reduce_cmd` says, into `reduce_res`."""
+    cmd = str(getattr(reduce_cmd, "name", reduce_cmd) or "idle")
+    if reduce_res is None and cmd == "idle":
         return
     name = alu.op_name(reduce_op, "reduce_op")
     if keep is not None:
         out = np.where(keep, out, alu.REDUCE.get(name, (None, 0.0))[1])
     red = alu.reduce(name, out.reshape(out.shape[0], -1), (1,), True)
-    write(reduce_res, red.reshape(reduce_res.shape), None, api)
+    red = fold_registers(api, np.asarray(red, np.float32).reshape(-1, 1), name, reduce_cmd)
+    if reduce_res is not None:
+        write(reduce_res, red.reshape(reduce_res.shape), None, api)
 
 
 def select_reduce(dst: NkiTensor, predicate: Any, on_true: Any, on_false: Any, reduce_res: NkiTensor | None = None,
                   reduce_op: Any = "maximum", reverse_pred: bool = False, api: str = "select_reduce",
-                  mask: np.ndarray | None = None) -> None:
+                  mask: np.ndarray | None = None, reduce_cmd: Any = "idle") -> None:
     pred = read(predicate) != 0
     if reverse_pred:
         pred = ~pred
     out = np.broadcast_to(np.where(pred, read(on_true), read(on_false)), dst.shape)
     keep = output_mask(api, mask, dst.shape)
     write(dst, out, keep, api)
-    _reduce_into(api, reduce_res, reduce_op, out, keep)
+    _reduce_into(api, reduce_res, reduce_op, out, keep, reduce_cmd)
     charge("vector", dst, [predicate, on_true, on_false])
 
 
 def range_select(dst: NkiTensor, on_true_tile: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,
                  reduce_res: NkiTensor | None = None, reduce_op: Any = "maximum", range_start: int = 0,
                  on_false_value: float = float(np.finfo(np.float32).min), api: str = "range_select",
-                 mask: np.ndarray | None = None) -> None:
+                 mask: np.ndarray | None = None, reduce_cmd: Any = "reset_reduce") -> None:
     x = read(on_true_tile).reshape(dst.partitions, -1)
     idx = (np.arange(x.shape[1], dtype=np.float32) + range_start)[None, :]
     b0 = read(bound0).reshape(-1, 1) if isinstance(bound0, NkiTensor) else np.float32(bound0)
@@ -99,7 +104,7 @@ def range_select(dst: NkiTensor, on_true_tile: Any, comp_op0: Any, comp_op1: Any
     out = np.where(inside, x, np.float32(on_false_value)).reshape(dst.shape)
     keep = output_mask(api, mask, dst.shape)
     write(dst, out, keep, api)
-    _reduce_into(api, reduce_res, reduce_op, out, keep)
+    _reduce_into(api, reduce_res, reduce_op, out, keep, reduce_cmd)
     charge("vector", dst, [on_true_tile, bound0, bound1])
 
 

@@ -9,9 +9,10 @@ from typing import Any
 
 from ..core import views as _views
 from ..core.tensor import NkiTensor
-from ..errors import ERR_INVALID_ARG, fail
+from ..errors import ERR_INVALID_ARG, ERR_SHAPE, fail
 from .common import assign
 from .elementwise import copy_as, inplace_call, operator_call
+from .loop_reduce import combine_into
 
 
 class Tile(NkiTensor):
@@ -26,6 +27,9 @@ class Tile(NkiTensor):
             return  # `t[i] += x` writes in place already, then Python stores the same view back
         if isinstance(value, NkiTensor) and value.storage is view.storage and value.index is not None \
                 and view.index is not None and value.shape == view.shape and (value.index == view.index).all():
+            return
+        if isinstance(value, NkiTensor) and value.storage.loop_reduce is not None:
+            combine_into(view, value)  # `acc[...] = nl.loop_reduce(x, op, ...)`: acc = op(acc, x)
             return
         assign(view, value)
 
@@ -68,6 +72,16 @@ class Tile(NkiTensor):
 
     def astype(self, dtype: Any) -> NkiTensor:
         return copy_as(self, dtype)
+
+    # ---- legacy `nki.tensor` methods ----
+    def assert_shape(self, shape: Any) -> NkiTensor:
+        if tuple(int(s) for s in shape) != tuple(self.shape):
+            raise fail(ERR_SHAPE, f"tensor `{self.name}` has shape {tuple(self.shape)}, asserted {tuple(shape)}.",
+                       "fix the shape the kernel expects, or the tensor passed in.")
+        return self
+
+    def expand_dims(self, axis: int) -> NkiTensor:
+        return _views.expand_dim(self, axis)
 
     # ---- views (current API methods; legacy tile methods reshape/view/broadcast_to) ----
     def reshape(self, *shape: Any, **kwargs: Any) -> NkiTensor:

@@ -14,6 +14,7 @@ from ..cost import CostReport  # noqa: F401
 from ..errors import ERR_INVALID_ARG, NkiError, fail  # noqa: F401
 from ..kernel import BenchmarkKernel, Kernel, ProfileKernel, as_kernel, decorator, estimate  # noqa: F401
 from . import compiler, isa, language  # noqa: F401
+from ..instructions.tile import Tile as tensor  # noqa: F401  (`nki.tensor`: the class every kernel tensor is)
 
 _MODES = ("auto", "simulation", "baremetal", "benchmark", "trace", "jax", "torchxla")
 

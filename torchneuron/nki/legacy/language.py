@@ -15,6 +15,7 @@ from ..kernel import nc, spmd_dim  # noqa: F401
 from ..language_shared import *  # noqa: F403
 from ..language_shared import __all__ as _common
 from ..instructions import elementwise as _ew
+from ..instructions.loop_reduce import loop_reduce  # noqa: F401
 
 
 def static_cast(arr: Any, dtype: Any) -> Any:
@@ -28,11 +29,6 @@ def static_cast(arr: Any, dtype: Any) -> Any:
     if values.dtype.kind in "iub":
         return _dt.cast(values, dt)
     return _dt.cast(_dt.to_compute(values.astype(np.float32) if values.dtype == np.float64 else values), dt)
-
-
-def loop_reduce(x: Any, op: Any, loop_indices: Any) -> Any:
-    """Legacy hint that `x` is reduced across loop iterations; eager execution already did the reduction."""
-    return x
 
 
 __all__ = [*_common, "arange", "mgrid", "par_dim", "nc", "spmd_dim", "static_cast", "loop_reduce"]

@@ -31,6 +31,7 @@ from ...instructions import elementwise as _ew
 from ...instructions import gather as _gather
 from ...instructions import iota as _iota
 from ...instructions import matmul as _mm
+from ...instructions import mx as _mx
 from ...instructions import reduce as _red
 from ...instructions import rng as _rng
 from ...instructions import select as _sel
@@ -44,6 +45,18 @@ def nc_matmul(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, is_stati
               name: str | None = None) -> None:
     _mm.nc_matmul(dst, stationary, moving, accumulate, is_transpose, perf_mode=perf_mode,
                   tile_position=tile_position, tile_size=tile_size)
+
+
+def nc_matmul_mx(dst: NkiTensor, stationary: NkiTensor, moving: NkiTensor, stationary_scale: NkiTensor,
+                 moving_scale: NkiTensor, tile_position: Any = None, tile_size: Any = None, accumulate: Any = None,
+                 name: str | None = None) -> None:
+    """MXFP8 matmul with dequantization (NeuronCore-v4); see instructions.mx for the layouts."""
+    _mx.nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, accumulate)
+
+
+def quantize_mx(dst: NkiTensor, src: NkiTensor, dst_scale: NkiTensor, name: str | None = None) -> None:
+    """bf16/fp16 -> 4-packed MXFP8 data and uint8 scales (NeuronCore-v4)."""
+    _mx.quantize_mx(dst, src, dst_scale)
 
 
 def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = engine.unknown, name: str | None = None) -> None:
@@ -72,8 +85,12 @@ def tensor_scalar(dst: NkiTensor, data: Any, op0: Any, operand0: Any, reverse0: 
 
 
 def scalar_tensor_tensor(dst: NkiTensor, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
-                         reverse0: bool = False, reverse1: bool = False, name: str | None = None) -> None:
+                         reverse0: bool = False, reverse1: bool = False, reduce_cmd: Any = reduce_cmd.reset_reduce,
+                         reduce_op: Any = Ellipsis, reduce_res: Any = None, name: str | None = None) -> None:
+    """(data op0 operand0) op1 operand1; with `reduce_op`, its free-dim reduction into the Vector
+    accumulators and `reduce_res` (as tensor_scalar_reduce)."""
     _ew.scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0, reverse1)
+    _acc.vector_reduce("scalar_tensor_tensor", dst, reduce_op, reduce_res, reduce_cmd)
 
 
 def tensor_reduce(dst: NkiTensor, op: Any, data: NkiTensor, axis: Any, negate: bool = False, keepdims: bool = False,
@@ -90,13 +107,13 @@ def tensor_scalar_reduce(dst: NkiTensor, data: NkiTensor, op0: Any, operand0: An
                          reduce_init: Any = None, reduce_res_negate: bool = False, name: str | None = None) -> None:
     """tensor_scalar, plus the free-dim reduction of its result into `reduce_res` (P, 1)."""
     _acc.tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res, reverse0, reduce_init,
-                              reduce_res_negate)
+                              reduce_res_negate, reduce_cmd=reduce_cmd)
 
 
 def tensor_scalar_cumulative(dst: NkiTensor, src: NkiTensor, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
                              reduce_cmd: Any = reduce_cmd.reset_reduce, name: str | None = None) -> None:
-    """res[:, i] = op1(res[:, i-1], src[:, i] op0 imm0): a running reduction along the free dim."""
-    _acc.tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1)
+    """reg = op1(src[:, i] op0 imm0, reg); dst[:, i] = reg: a running reduction along the free dim."""
+    _acc.tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1, reduce_cmd)
 
 
 def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
@@ -134,13 +151,13 @@ def range_select(dst: NkiTensor, on_true_tile: Any, comp_op0: Any, comp_op1: Any
                  range_start: int = 0, on_false_value: float = float(np.finfo(np.float32).min),
                  name: str | None = None) -> None:
     _sel.range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_res, reduce_op, range_start,
-                       on_false_value)
+                       on_false_value, reduce_cmd=reduce_cmd)
 
 
 def select_reduce(dst: NkiTensor, predicate: Any, on_true: Any, on_false: Any, reduce_res: Any = None,
                   reduce_cmd: Any = reduce_cmd.idle, reduce_op: Any = "maximum", reverse_pred: bool = False,
                   name: str | None = None) -> None:
-    _sel.select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_op, reverse_pred)
+    _sel.select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_op, reverse_pred, reduce_cmd=reduce_cmd)
 
 
 def bn_stats(dst: NkiTensor, data: NkiTensor, name: str | None = None) -> None:

@@ -46,7 +46,8 @@ from ...instructions.reduce import normalise_axes
 from . import constants  # noqa: F401
 
 activation_engine = scalar_engine
-_PERF_MODES = ("none", "double_row")
+# neuronxcc's string modes: "double_row_gen3" is the NeuronCore-v3 (trn2) spelling of fp8 double-row
+_PERF_MODES = ("none", "double_row", "double_row_gen3")
 
 
 def _out(shape: tuple[int, ...], dtype: Any, default: Any, buffer: Any = SBUF) -> NkiTensor:
@@ -80,6 +81,13 @@ def nc_matmul(stationary: NkiTensor, moving: NkiTensor, is_stationary_onezero: b
     if mode not in _PERF_MODES:
         raise fail(ERR_INVALID_ARG, f"nc_matmul perf_mode={perf_mode!r} is not a matmul mode of this target.",
                    f"use one of {_PERF_MODES} (nisa.matmul_perf_mode); double_row needs fp8 on NeuronCore-v3+.")
+    if mode == "double_row_gen3":
+        gen = context.current().target.generation
+        if gen != 3:
+            raise fail(ERR_INVALID_ARG, f"nc_matmul perf_mode='double_row_gen3' is not supported on "
+                       f"{context.current().target.name} (NeuronCore-v{gen}); it is the NeuronCore-v3 mode.",
+                       "use perf_mode='double_row' (nisa.matmul_perf_mode.double_row), or target trn2.")
+        mode = "double_row"
     stationary, moving = _in_sbuf(stationary, "nc_matmul"), _in_sbuf(moving, "nc_matmul")
     m, n = (stationary.shape[2], moving.shape[2]) if mode == "double_row" else (stationary.free_size, moving.free_size)
     target = context.current().target
@@ -88,7 +96,9 @@ def nc_matmul(stationary: NkiTensor, moving: NkiTensor, is_stationary_onezero: b
     dst = allocate((m, n), moving.dtype if is_transpose else dtypes.float32, PSUM)
     _mm.nc_matmul(dst, stationary, moving, accumulate=False, is_transpose=is_transpose, mask=mask_array(mask),
                   perf_mode=mode, tile_position=tile_position, tile_size=tile_size)
-    return dst
+    # under mask= (e.g. a causal block's mask=False) only the masked elements are the result: `psum += ...`
+    # and assignments leave the rest of their destination alone
+    return _returned(dst, mask)
 
 
 def nc_transpose(data: NkiTensor, mask: Any = None, dtype: Any = None, engine: Any = engine.unknown) -> NkiTensor:
@@ -103,12 +113,16 @@ def nc_transpose(data: NkiTensor, mask: Any = None, dtype: Any = None, engine: A
         data = _in_sbuf(data, "nc_transpose")
     _mm.check_transpose("nc_transpose", data, eng)
     dst = allocate((data.free_size, data.partitions), data.dtype, PSUM if eng == "tensor" else SBUF)
-    _mm.nc_transpose(dst, data, eng, mask_array(mask))
+    m = mask_array(mask)
+    _mm.nc_transpose(dst, data, eng, m)
+    if m is not None:  # the elements the mask selected, in the transposed layout, are the result
+        sel = np.broadcast_to(m, data.shape).reshape(data.partitions, -1).T.reshape(dst.shape)
+        mark_result(dst, sel)
     if dtype is not None and dtypes.as_dtype(dtype) != dst.dtype:
         cast = allocate(dst.shape, dtype, SBUF)
-        _ew.tensor_copy(cast, dst, api="nc_transpose (cast)")
-        dst = cast
-    return _returned(dst, None)
+        _ew.tensor_copy(cast, dst, mask=m if m is None else dst.storage.result_mask, api="nc_transpose (cast)")
+        dst = mark_result(cast, None if m is None else dst.storage.result_mask)
+    return dst
 
 
 def activation(op: Any, data: NkiTensor, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
@@ -230,11 +244,12 @@ def tensor_tensor_scan(data0: NkiTensor, data1: NkiTensor, initial: Any, op0: An
 
 def tensor_scalar_cumulative(src: NkiTensor, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
                              reduce_cmd: Any = reduce_cmd.reset_reduce, dtype: Any = None,
-                             mask: Any = None) -> NkiTensor:
-    """res[:, i] = op1(res[:, i-1], src[:, i] op0 imm0), returned as a new tile."""
-    dst = _out(src.shape, dtype, src.dtype)
-    _acc.tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1, mask=mask_array(mask))
-    return _returned(dst, mask)
+                             mask: Any = None, dst: NkiTensor | None = None, reverse0: bool = False) -> NkiTensor:
+    """reg = op1(src[:, i] op0 imm0, reg); res[:, i] = reg. Written into `dst=` when given (the later
+    neuronxcc signature), else into a new tile; either is returned."""
+    out = _out(src.shape, dtype, src.dtype) if dst is None else dst
+    _acc.tensor_scalar_cumulative(out, src, op0, op1, imm0, imm1, reduce_cmd, reverse0, mask=mask_array(mask))
+    return out if dst is not None else _returned(out, mask)
 
 
 def tensor_scalar_reduce(data: NkiTensor, op0: Any, operand0: Any, reduce_op: Any, reduce_res: NkiTensor,
@@ -298,7 +313,8 @@ def select_reduce(dst: Any = None, predicate: Any = None, on_true: Any = None, o
                    "pass them as keywords: select_reduce(dst=..., predicate=..., on_true=..., on_false=...).")
     if dst is None:
         dst = _out(on_true.shape, dtype, on_true.dtype)
-    _sel.select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_op, reverse_pred, mask=mask_array(mask))
+    _sel.select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_op, reverse_pred, mask=mask_array(mask),
+                       reduce_cmd=reduce_cmd)
     return dst
 
 
@@ -308,7 +324,8 @@ def range_select(on_true_tile: NkiTensor, comp_op0: Any, comp_op1: Any, bound0: 
                  mask: Any = None) -> NkiTensor:
     dst = _out(on_true_tile.shape, dtype, on_true_tile.dtype)
     _sel.range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_res, reduce_op, range_start,
-                      on_false_value, mask=mask_array(mask))
+                      on_false_value, mask=mask_array(mask),
+                      reduce_cmd=reduce_cmd if reduce_cmd is not None else "idle")
     return _returned(dst, mask)
 
 
@@ -324,9 +341,11 @@ def dma_copy(dst: NkiTensor | None = None, src: NkiTensor | None = None, mask: A
 _DMA_TRANSPOSE = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
 
 
-def dma_transpose(src: NkiTensor, mask: Any = None, dtype: Any = None) -> NkiTensor:
-    """Transpose on the DMA engine (2-D: [1, 0]; 3-D: [2, 1, 0]; 4-D: [3, 1, 2, 0]), into a new SBUF tile."""
-    order = _DMA_TRANSPOSE.get(src.ndim)
+def dma_transpose(src: NkiTensor, axes: Any = None, mask: Any = None, dtype: Any = None,
+                  dge_mode: Any = dge_mode.unknown) -> NkiTensor:
+    """Transpose on the DMA engine (2-D: [1, 0]; 3-D: [2, 1, 0]; 4-D: [3, 1, 2, 0], or `axes=`), into a new
+    SBUF tile. `dge_mode` picks how descriptors are generated (software / hardware DGE): same data."""
+    order = tuple(int(a) for a in axes) if axes is not None else _DMA_TRANSPOSE.get(src.ndim)
     if order is None:
         raise fail(ERR_INVALID_ARG, f"dma_transpose of a {src.ndim}-D tile; 2-, 3- and 4-D tiles are supported.",
                    "reshape the tile to 2-4 dims first.")
