@@ -183,3 +183,10 @@ def test_memory_stats_has_both_key_styles(alias):
         assert stats[name] == {f: flat[f"{name}.all.{f}"] for f in ("current", "peak", "allocated", "freed")}
     assert stats["allocation_requests"] == flat["allocation.all.allocated"]
     assert alias.memory_allocated() == stats["allocated_bytes"]["current"] >= t.numel() * 4
+
+
+def test_neuron_config_says_what_to_use(alias):
+    from torch_neuronx.profiling import NeuronConfig, ProfileMode
+
+    with pytest.raises(NotImplementedError, match=r"libnrt's inspector.*ProfilerActivity.PrivateUse1"):
+        NeuronConfig(modes=[ProfileMode.DEVICE])

@@ -11,6 +11,7 @@ files are not produced (no libnrt inspector is driven by torchneuron).
 
 from __future__ import annotations
 
+import enum
 import os
 from typing import Any
 
@@ -93,8 +94,28 @@ class NeuronProfiler:
         return self._profiler
 
 
+class ProfileMode(enum.Enum):
+    """AWS 2.33's libnrt capture modes (``.ntff`` device traces, runtime system traces, host CPU and memory)."""
+
+    DEVICE = "device"
+    RUNTIME = "runtime"
+    CPU_UTIL = "cpu_util"
+    HOST_MEMORY = "host_memory"
+
+
+class NeuronConfig:
+    """AWS 2.33's configuration of libnrt's capture inside ``torch.profiler``: refused with the reason."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        raise NotImplementedError(
+            "torch_neuronx.profiling.NeuronConfig configures libnrt's inspector (.ntff device traces, runtime "
+            "system traces), which torchneuron does not drive. The neuron device's activity is recorded by "
+            "torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) without "
+            "it; torch_neuronx.NeuronProfiler(neuron_output_dir=...) also writes an HTML report (docs/profiler.md).")
+
+
 class NRTProfilerError(Exception):
     """AWS's error type for libnrt profiling failures (kept so ``except NRTProfilerError`` works)."""
 
 
-__all__ = ["NRTProfilerError", "NeuronProfiler"]
+__all__ = ["NRTProfilerError", "NeuronConfig", "NeuronProfiler", "ProfileMode"]
