@@ -1,9 +1,10 @@
-"""The five ATen kernels behind ``nn.SyncBatchNorm``, for neuron tensors.
+"""The ATen kernels behind ``nn.SyncBatchNorm``, for neuron tensors.
 
 ``torch.nn.modules._functions.SyncBatchNorm`` (training under DDP) computes per-rank statistics with
 ``batch_norm_stats``, all-gathers them, merges them with ``batch_norm_gather_stats_with_counts`` and
 normalises with ``batch_norm_elemt``; its backward uses ``batch_norm_backward_reduce`` and
-``batch_norm_backward_elemt``. ATen has these kernels for CUDA (and MPS) only. Here each is written with
+``batch_norm_backward_elemt`` (and ``batch_norm_gather_stats``, the older equal-count merge). ATen has these
+kernels for CUDA (and MPS) only. Here each is written with
 ordinary ATen ops on the neuron tensors (reductions and elementwise ops that have device lowerings), with
 CUDA's arithmetic: statistics in float32 for 16-bit inputs, biased variance for normalisation, the
 unbiased one for ``running_var``, and Chan's merge of per-rank (count, mean, variance).
@@ -84,6 +85,14 @@ def batch_norm_gather_stats_with_counts(input: torch.Tensor, mean: torch.Tensor,
     return global_mean, global_invstd
 
 
+def batch_norm_gather_stats(input: torch.Tensor, mean: torch.Tensor, invstd: torch.Tensor,
+                            running_mean: torch.Tensor | None, running_var: torch.Tensor | None, momentum: float,
+                            eps: float, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The older form: every rank contributed ``count`` elements per channel."""
+    counts = torch.full((mean.shape[0],), float(count), dtype=mean.dtype, device=mean.device)
+    return batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, running_var, momentum, eps, counts)
+
+
 def batch_norm_backward_reduce(grad_out: torch.Tensor, input: torch.Tensor, mean: torch.Tensor,
                                invstd: torch.Tensor, weight: torch.Tensor | None, input_g: bool, weight_g: bool,
                                bias_g: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -129,6 +138,7 @@ def register() -> None:
     for name, fn in (("batch_norm_stats", batch_norm_stats), ("batch_norm_elemt", batch_norm_elemt),
                      ("batch_norm_elemt.out", batch_norm_elemt_out),
                      ("batch_norm_gather_stats_with_counts", batch_norm_gather_stats_with_counts),
+                     ("batch_norm_gather_stats", batch_norm_gather_stats),
                      ("batch_norm_backward_reduce", batch_norm_backward_reduce),
                      ("batch_norm_backward_elemt", batch_norm_backward_elemt)):
         lib.impl(name, fn, "PrivateUse1")
