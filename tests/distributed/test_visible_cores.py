@@ -66,7 +66,7 @@ def test_num_cores_gives_the_first_n_and_visible_cores_wins(tmp_path):
     assert too_many.returncode != 0 and "NEURON_RT_NUM_CORES='5': the simulated machine has 4" in too_many.stderr
 
 
-@pytest.mark.parametrize("spec, message", [("two", "expected a number"), ("-1", "0 (all) or a positive")])
+@pytest.mark.parametrize("spec, message", [("two", "expected a number"), ("-1", r"0 \(all\) or a positive")])
 def test_bad_num_cores_are_named(spec, message):
     with pytest.raises(ValueError, match=message):
         _visible_cores.parse_count(spec, 4)
