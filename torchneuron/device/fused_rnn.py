@@ -7,7 +7,7 @@ kernel on host views of the device buffers (``programs.host_bridge.call_on_host_
 backward: one device op per call, the CPU's numbers exactly, results in device memory without copies.
 
 Registered for neuron at the autograd layer (``AutogradPrivateUse1``, at the device's first initialisation,
-sim runtime only); a call takes the per-cell path (PyTorch's own decomposition) whenever the fused one would
+sim runtime only); a call takes the per-cell path (ATen's composite kernel) whenever the fused one would
 differ from it: while compiling or on fake tensors, with inter-layer dropout in training (the CPU kernel
 would draw from the CPU's generator, not neuron's), or with inputs on different devices.
 """
@@ -85,8 +85,12 @@ def _fused(op: Any, cpu_call: Any, hx: list[torch.Tensor], input: torch.Tensor, 
            args: tuple[Any, ...], decompose_args: tuple[Any, ...], autograd: bool) -> Any:
     num_layers, dropout, train = args[1], args[2], args[3]
     tensors = [input, *hx, *params]
-    if (dropout > 0 and train and num_layers > 1) or torch.compiler.is_compiling() or not _real_neuron(tensors):
-        return op.decompose(*decompose_args)
+    if torch.compiler.is_compiling() or not _real_neuron(tensors):
+        return op.decompose(*decompose_args)  # what tracing uses without this registration
+    if dropout > 0 and train and num_layers > 1:
+        # ATen's C++ composite kernel, the eager per-cell path (op.decompose would prefer the Python
+        # decomposition torch._decomp registers for tracing, which draws no dropout masks in eager)
+        return op._op_dk(torch._C.DispatchKey.CompositeImplicitAutograd, *decompose_args)
     if autograd and torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return _HostRNN.apply(cpu_call, len(hx), *tensors)
     return _forward_only(cpu_call, len(hx), tensors)

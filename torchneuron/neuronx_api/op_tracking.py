@@ -12,7 +12,7 @@ built from those counts:
 AWS registers some composite ops natively (``aten::linear``, ``aten::scaled_dot_product_attention``), so its
 lists name them where PyTorch would otherwise only show their decomposition (``aten::addmm``). ``track_composites``
 (installed when ``torch_neuronx`` is imported) counts those calls on neuron tensors at the autograd layer,
-then runs PyTorch's own decomposition, so gradients and results are unchanged.
+then runs ATen's own composite kernel, so gradients and results are unchanged.
 """
 
 from __future__ import annotations
@@ -74,12 +74,16 @@ def _counting(name: str):
     op = getattr(torch.ops.aten, name).default
     label = f"aten::{name}"
     is_compiling = torch.compiler.is_compiling
+    composite = torch._C.DispatchKey.CompositeImplicitAutograd
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
-        if not is_compiling():  # a trace is not an execution
-            with _lock:
-                _composites[label] += 1
-        return op.decompose(*args, **kwargs)
+        if is_compiling():  # a trace is not an execution; tracing decomposes as without this registration
+            return op.decompose(*args, **kwargs)
+        with _lock:
+            _composites[label] += 1
+        # ATen's C++ composite kernel, what runs eagerly without this registration (op.decompose would
+        # prefer a Python decomposition registered for tracing where one exists)
+        return op._op_dk(composite, *args, **kwargs)
 
     return kernel
 
