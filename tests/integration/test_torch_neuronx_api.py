@@ -190,3 +190,9 @@ def test_neuron_config_says_what_to_use(alias):
 
     with pytest.raises(NotImplementedError, match=r"libnrt's inspector.*ProfilerActivity.PrivateUse1"):
         NeuronConfig(modes=[ProfileMode.DEVICE])
+
+
+@pytest.mark.parametrize("name", ["_record_memory_history", "_dump_snapshot", "memory_snapshot"])
+def test_memory_snapshots_say_what_to_use(name):
+    with pytest.raises(NotImplementedError, match=r"keeps no allocation history.*memory_stats\(\)"):
+        getattr(torch.neuron.memory, name)()

@@ -54,6 +54,7 @@ class _HostRNN(torch.autograd.Function):
         return tuple(outs)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable  # as the CPU's fused RNN: no double backward
     def backward(ctx: Any, *grads: torch.Tensor) -> tuple[Any, ...]:
         from torchneuron.programs import host_bridge
 
