@@ -13,7 +13,7 @@ from ..nki import torch_io
 from . import registry
 
 
-def nki_op(name: str, fn: Callable[..., Any] | None = None, /, *, mutates_args: str | Iterable[str] = (),
+def nki_op(name: str, fn: Callable[..., Any] | None = None, /, mutates_args: str | Iterable[str] = (), *,
            device_types: str | Iterable[str] | None = None, schema: str | None = None) -> Any:
     """Register ``fn`` as the custom op ``name`` ("namespace::op"), like ``torch.library.custom_op``.
 
@@ -23,7 +23,8 @@ def nki_op(name: str, fn: Callable[..., Any] | None = None, /, *, mutates_args: 
     implementation is ``fn`` itself: on fake or meta tensors its kernels launch shape-only (they allocate
     their outputs, run their Python, touch no data). Tensor arguments must be on the neuron device.
 
-    As in AWS TorchNeuron: ``mutates_args`` defaults to none (``()``), and ``fn`` may return an argument it
+    As in AWS TorchNeuron (``nki_op(name, fn=None, mutates_args={})``, the third argument may be positional):
+    ``mutates_args`` defaults to none (``()``), and ``fn`` may return an argument it
     wrote (``return out``): PyTorch's custom ops may not return an input, so such a result is returned as a
     copy of the written tensor (the argument itself holds the same values).
     """
