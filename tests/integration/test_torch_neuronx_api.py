@@ -5,6 +5,7 @@ fresh interpreter set up as an installed torchneuron is: the ``torchneuron-neuro
 site directory (a ``sitecustomize`` adds it, since the suite runs from a checkout on PYTHONPATH)."""
 
 import importlib
+import os
 import json
 import sys
 from pathlib import Path
@@ -196,3 +197,17 @@ def test_neuron_config_says_what_to_use(alias):
 def test_memory_snapshots_say_what_to_use(name):
     with pytest.raises(NotImplementedError, match=r"keeps no allocation history.*memory_stats\(\)"):
         getattr(torch.neuron.memory, name)()
+
+
+def test_a_build_puts_the_startup_hook_next_to_the_packages(tmp_path):
+    """setup.py's build_py copies torchneuron-neuronx.pth to the root of what a wheel installs (site-packages),
+    where the interpreter runs it at start-up."""
+    import subprocess
+
+    env = {**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    proc = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    hook = tmp_path / "torchneuron-neuronx.pth"
+    assert hook.read_text() == (ROOT / "torchneuron" / "torchneuron-neuronx.pth").read_text()
+    assert (tmp_path / "torchneuron" / "_neuronx_boot.py").exists()
