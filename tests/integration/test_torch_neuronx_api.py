@@ -211,3 +211,10 @@ def test_a_build_puts_the_startup_hook_next_to_the_packages(tmp_path):
     hook = tmp_path / "torchneuron-neuronx.pth"
     assert hook.read_text() == (ROOT / "torchneuron" / "torchneuron-neuronx.pth").read_text()
     assert (tmp_path / "torchneuron" / "_neuronx_boot.py").exists()
+
+
+def test_first_import_registers_the_device_without_autoload(installed):
+    """AWS: an explicit `import torch_neuronx` is what registers the device when TORCH_DEVICE_BACKEND_AUTOLOAD=0."""
+    code = "import torch_neuronx, torch; print(torch.ones(2, device='neuron').device, torch_neuronx.device_count() > 0)"
+    out = run_python(code, PYTHONPATH=installed, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    assert out.stdout.split() == ["neuron:0", "True"]
