@@ -4,6 +4,7 @@ import glob
 import os
 
 from setuptools import setup
+from setuptools.command.build_py import build_py
 from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -14,6 +15,20 @@ def sources() -> list[str]:
     if not files:
         raise RuntimeError("no C++ sources found under csrc/")
     return files
+
+
+# `import torch_neuronx` as a script's first import (AWS TorchNeuron's scripts) needs a finder before torch is
+# imported: a .pth file next to the installed packages appends it at start-up (torchneuron/_neuronx_boot.py).
+# A .pth, not a `torch_neuronx` package, so that installing torchneuron never overwrites AWS's package.
+PTH = "torchneuron-neuronx.pth"
+
+
+class BuildPyWithPth(build_py):
+    def run(self):
+        super().run()
+        # a wheel's root is site-packages; an editable wheel is assembled in install_lib instead of build_lib
+        target = self.get_finalized_command("install").install_lib if self.editable_mode else self.build_lib
+        self.copy_file(os.path.join(ROOT, "torchneuron", PTH), os.path.join(target, PTH))
 
 
 setup(
@@ -31,5 +46,5 @@ setup(
             libraries=["dl"],
         )
     ],
-    cmdclass={"build_ext": BuildExtension},
+    cmdclass={"build_ext": BuildExtension, "build_py": BuildPyWithPth},
 )

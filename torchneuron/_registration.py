@@ -61,9 +61,9 @@ def configure(C) -> None:
     kind = _env.get(_env.RUNTIME).strip().lower()
     target = targets.configure()  # TORCHNEURON_TARGET, read once for the process
     count = int(devices) if devices else 0
-    if _env.get(_env.VISIBLE_CORES).strip() and _simulated(C, kind):
-        # NEURON_RT_VISIBLE_CORES on the simulator: this process sees a slice of its cores (libnrt applies the
-        # variable itself on a Trn host).
+    if _visible_cores.restricted() and _simulated(C, kind):
+        # NEURON_RT_VISIBLE_CORES / NEURON_RT_NUM_CORES on the simulator: this process sees some of its cores
+        # (libnrt applies the variables itself on a Trn host).
         count = len(_visible_cores.visible_cores(count or target.logical_cores) or [])
     C._configure(
         kind,

@@ -1,8 +1,11 @@
-"""NEURON_RT_VISIBLE_CORES on the simulator: the process sees a slice of the simulated NeuronCores.
+"""NEURON_RT_VISIBLE_CORES and NEURON_RT_NUM_CORES on the simulator: the process sees some of the simulated
+NeuronCores, as libnrt gives a process on a Trn host.
 
-As with libnrt on a Trn host (and CUDA_VISIBLE_DEVICES), the visible cores are renumbered from neuron:0, so
-two processes given ``0-1`` and ``2-3`` each see two devices. The simulated machine's size is the target's
-core count (or TORCHNEURON_SIM_DEVICES); a core outside it is an error naming both.
+As with libnrt (and CUDA_VISIBLE_DEVICES), the visible cores are renumbered from neuron:0, so two processes
+given ``0-1`` and ``2-3`` each see two devices. ``NEURON_RT_NUM_CORES=n`` asks for n cores (libnrt: n free
+ones; the simulator has no other process holding cores, so the first n); NEURON_RT_VISIBLE_CORES wins when
+both are set, and 0 means all, as in libnrt. The simulated machine's size is the target's logical core count
+(or TORCHNEURON_SIM_DEVICES); asking for a core outside it is an error naming both.
 """
 
 from __future__ import annotations
@@ -37,10 +40,32 @@ def parse(spec: str, total: int) -> list[int]:
     return cores
 
 
+def parse_count(spec: str, total: int) -> list[int]:
+    """The cores NEURON_RT_NUM_CORES=spec gives on a machine of ``total`` cores (0: all of them)."""
+    try:
+        n = int(spec)
+    except ValueError:
+        raise ValueError(f"NEURON_RT_NUM_CORES={spec!r}: expected a number of NeuronCores such as '2'") from None
+    if n < 0:
+        raise ValueError(f"NEURON_RT_NUM_CORES={spec!r}: expected 0 (all) or a positive number of NeuronCores")
+    if n > total:
+        raise ValueError(f"NEURON_RT_NUM_CORES={spec!r}: the simulated machine has {total} NeuronCores; "
+                         "TORCHNEURON_SIM_DEVICES sets how many it has")
+    return list(range(n or total))
+
+
+def restricted() -> bool:
+    """Whether NEURON_RT_VISIBLE_CORES or NEURON_RT_NUM_CORES limits the cores this process sees."""
+    return bool(_env.get(_env.VISIBLE_CORES).strip()) or _env.get(_env.NUM_CORES).strip() not in ("", "0")
+
+
 def visible_cores(total: int) -> list[int] | None:
-    """The simulated cores this process sees, or None when NEURON_RT_VISIBLE_CORES is unset."""
+    """The simulated cores this process sees, or None when neither variable limits them."""
     spec = _env.get(_env.VISIBLE_CORES).strip()
-    return parse(spec, total) if spec else None
+    if spec:
+        return parse(spec, total)
+    count = _env.get(_env.NUM_CORES).strip()
+    return parse_count(count, total) if count not in ("", "0") else None
 
 
 def describe(cores: list[int]) -> str:

@@ -41,12 +41,17 @@ class CollectiveWork : public c10d::Work {
   void blockCurrentStream() override;
   void abort() override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  // The group's collective count when this one was issued (PythonBackend stamps it): Work.get_sequence_number(),
+  // as AWS's neuron Work and NCCL's have; the same on every rank for the same collective.
+  uint64_t getSequencenumber() const override { return seq_; }
+  void setSequenceNumber(uint64_t seq) { seq_ = seq; }
 
  private:
   std::vector<c10::intrusive_ptr<c10d::Work>> transport_;
   std::vector<at::Tensor> outputs_;
   std::string context_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;  // value: outputs_, after the post-ops ran
+  uint64_t seq_ = 0;
 };
 
 // Releases, on the calling thread, what completed collectives kept alive once no transport thread holds

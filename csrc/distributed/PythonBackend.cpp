@@ -1,5 +1,7 @@
 #include "distributed/PythonBackend.h"
 
+#include "distributed/CollectiveWork.h"
+
 #include <pybind11/chrono.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
@@ -17,6 +19,14 @@ c10::intrusive_ptr<c10d::Work> toWork(const py::object& result, const char* name
     TORCH_CHECK(false, "neuron process group: ", name, " returned ", std::string(py::str(result.get_type())),
                 ", expected a torch.distributed.Work");
   }
+}
+
+// The group's collective count on a collective's Work (CollectiveWork.h); other Works have none.
+c10::intrusive_ptr<c10d::Work> stamped(c10::intrusive_ptr<c10d::Work> work, uint64_t seq) {
+  if (auto* collective = dynamic_cast<CollectiveWork*>(work.get())) {
+    collective->setSequenceNumber(seq);
+  }
+  return work;
 }
 
 bool matches(py::error_already_set& e, const char* module, const char* type) {
@@ -88,7 +98,7 @@ std::vector<at::Tensor> flatten(const std::vector<std::vector<at::Tensor>>& list
       return c10d::Backend::NAME(__VA_ARGS__);                     \
     }                                                              \
     try {                                                          \
-      return toWork(fn(__VA_ARGS__), #PYNAME);                     \
+      return stamped(toWork(fn(__VA_ARGS__), #PYNAME), seq_.load()); \
     } catch (py::error_already_set & e) {                          \
       rethrowPythonError(e, "");                                   \
     }                                                              \
@@ -106,7 +116,7 @@ c10::intrusive_ptr<c10d::Work> PythonBackend::allreduce(std::vector<at::Tensor>&
   enter("all_reduce", tensors);
   if (host_allreduce_ && !coalescing_) {  // while coalescing, Python collects every Work
     if (auto work = host_allreduce_->tryRun(tensors, opts)) {
-      return work;
+      return stamped(std::move(work), seq_.load());
     }
   }
   TORCHNEURON_FORWARD_WORK(allreduce, tensors, opts);

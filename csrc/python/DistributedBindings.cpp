@@ -53,7 +53,9 @@ void initDistributedBindings(py::module_& m) {
                                                         std::move(ops), std::move(context), rank);
            }),
            py::arg("transport"), py::arg("inputs"), py::arg("outputs"), py::arg("post"), py::arg("context"),
-           py::arg("rank"));
+           py::arg("rank"))
+      // AWS's neuron Work (and NCCL's) have it; c10d's Python Work does not bind getSequencenumber.
+      .def("get_sequence_number", &CollectiveWork::getSequencenumber);
   m.def(
       "_quiesce_collectives",
       [](double timeout_s) {

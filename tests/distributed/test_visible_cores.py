@@ -53,3 +53,20 @@ def test_a_core_outside_the_machine_is_an_error(tmp_path):
     proc = _python("import torch; torch.ones(1, device='neuron')", tmp_path, NEURON_RT_VISIBLE_CORES="4-5")
     assert proc.returncode != 0
     assert "NEURON_RT_VISIBLE_CORES='4-5': core 4 does not exist" in proc.stderr
+
+
+def test_num_cores_gives_the_first_n_and_visible_cores_wins(tmp_path):
+    """NEURON_RT_NUM_CORES as libnrt reads it: n cores (0: all), renumbered from neuron:0;
+    NEURON_RT_VISIBLE_CORES takes precedence when both are set."""
+    code = "import torch; print(torch.neuron.device_count())"
+    assert _python(code, tmp_path, NEURON_RT_NUM_CORES="3").stdout.split() == ["3"]
+    assert _python(code, tmp_path, NEURON_RT_NUM_CORES="0").stdout.split() == ["4"]
+    assert _python(code, tmp_path, NEURON_RT_NUM_CORES="3", NEURON_RT_VISIBLE_CORES="2").stdout.split() == ["1"]
+    too_many = _python("import torch; torch.ones(1, device='neuron')", tmp_path, NEURON_RT_NUM_CORES="5")
+    assert too_many.returncode != 0 and "NEURON_RT_NUM_CORES='5': the simulated machine has 4" in too_many.stderr
+
+
+@pytest.mark.parametrize("spec, message", [("two", "expected a number"), ("-1", r"0 \(all\) or a positive")])
+def test_bad_num_cores_are_named(spec, message):
+    with pytest.raises(ValueError, match=message):
+        _visible_cores.parse_count(spec, 4)

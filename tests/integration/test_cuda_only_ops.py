@@ -16,6 +16,9 @@ IMPLEMENTED = {  # reached from nn.LSTM / nn.GRU / nn.LSTMCell / nn.GRUCell on P
     "_thnn_fused_lstm_cell", "_thnn_fused_lstm_cell_backward_impl", "_thnn_fused_gru_cell",
     "_thnn_fused_gru_cell_backward",
     "record_stream",  # the caching allocator's (csrc/aten/native/Minimal.cpp)
+    # nn.SyncBatchNorm's (torchneuron/distributed/sync_batch_norm.py, tests/distributed/test_sync_batch_norm.py)
+    "batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats_with_counts", "batch_norm_backward_reduce",
+    "batch_norm_backward_elemt", "batch_norm_gather_stats",
 }
 _HOST_KEYS = ("CPU", "CompositeExplicitAutograd", "CompositeImplicitAutograd",
               "CompositeExplicitAutogradNonFunctional")
@@ -51,10 +54,10 @@ def test_every_cuda_only_op_runs_or_is_refused_by_name(op):
 @pytest.mark.parametrize("call", [
     lambda x: torch._fused_dropout(x, 0.5),
     lambda x: torch._masked_scale(x, x > 0, 2.0),
-    lambda x: torch.batch_norm_stats(x, 1e-5),
+    lambda x: torch.ops.aten.mm.dtype(x, x, torch.float32),
     lambda x: torch.ops.aten._conv_depthwise2d(x[None, None], x[None, None], [2, 2], None, [1, 1], [0, 0],
                                                [1, 1]),
-], ids=["_fused_dropout", "_masked_scale", "batch_norm_stats", "_conv_depthwise2d"])
+], ids=["_fused_dropout", "_masked_scale", "mm.dtype", "_conv_depthwise2d"])
 def test_refusal_names_the_op_the_device_and_the_inputs(call):
     x = torch.randn(4, 4, device="neuron")
     with pytest.raises(NotImplementedError) as err:

@@ -13,7 +13,7 @@ from ..nki import torch_io
 from . import registry
 
 
-def nki_op(name: str, fn: Callable[..., Any] | None = None, /, *, mutates_args: str | Iterable[str],
+def nki_op(name: str, fn: Callable[..., Any] | None = None, /, mutates_args: str | Iterable[str] = (), *,
            device_types: str | Iterable[str] | None = None, schema: str | None = None) -> Any:
     """Register ``fn`` as the custom op ``name`` ("namespace::op"), like ``torch.library.custom_op``.
 
@@ -22,6 +22,11 @@ def nki_op(name: str, fn: Callable[..., Any] | None = None, /, *, mutates_args: 
     ``register_autograd``, ``register_fake``, ``register_kernel`` work as on any custom op. The fake
     implementation is ``fn`` itself: on fake or meta tensors its kernels launch shape-only (they allocate
     their outputs, run their Python, touch no data). Tensor arguments must be on the neuron device.
+
+    As in AWS TorchNeuron (``nki_op(name, fn=None, mutates_args={})``, the third argument may be positional):
+    ``mutates_args`` defaults to none (``()``), and ``fn`` may return an argument it
+    wrote (``return out``): PyTorch's custom ops may not return an input, so such a result is returned as a
+    copy of the written tensor (the argument itself holds the same values).
     """
 
     def register(fn: Callable[..., Any]) -> Any:
@@ -32,7 +37,7 @@ def nki_op(name: str, fn: Callable[..., Any] | None = None, /, *, mutates_args: 
         sig_schema = schema or torch.library.infer_schema(fn, mutates_args=mutates_args)
         op = torch.library.custom_op(name, _device_impl(name, fn), mutates_args=mutates_args,
                                      device_types=device_types, schema=sig_schema)
-        op.register_fake(fn)
+        op.register_fake(_unaliasing(fn))
         registry.add(name, fn)
         return op
 
@@ -47,9 +52,39 @@ def _device_impl(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def impl(*args: Any, **kwargs: Any) -> Any:
         _check_devices(name, names, args, kwargs)
         with torch_io.device_only(what):
-            return fn(*args, **kwargs)
+            return _unaliased(fn(*args, **kwargs), args, kwargs)
 
     return impl
+
+
+def _unaliasing(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def fake(*args: Any, **kwargs: Any) -> Any:
+        return _unaliased(fn(*args, **kwargs), args, kwargs)
+
+    return fake
+
+
+def _unaliased(result: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``result`` with every tensor that is (or views) an argument replaced by a copy: a custom op may not
+    return its input, and AWS's ``nki_op`` lets a function return the argument its kernel wrote."""
+    inputs = [v for v in (*args, *kwargs.values()) if isinstance(v, torch.Tensor)]
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, (list, tuple)):
+            inputs.extend(t for t in v if isinstance(t, torch.Tensor))
+    if not inputs:
+        return result
+
+    def fix(value: Any) -> Any:
+        if isinstance(value, torch.Tensor) and any(value is t or torch._C._is_alias_of(value, t) for t in inputs):
+            return value.clone()
+        return value
+
+    if isinstance(result, tuple):
+        return tuple(fix(v) for v in result)
+    if isinstance(result, list):
+        return [fix(v) for v in result]
+    return fix(result)
 
 
 def _check_devices(name: str, names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -4,6 +4,7 @@ exactly as it would without it.
 
 - where a neuron backward runs (``_backward_thread``): on the initialising thread from then on;
 - the exit hook that lets autograd's device threads finish before the interpreter does (``_autograd_exit``);
+- on the sim runtime, nn.LSTM / nn.GRU as one host call each (``fused_rnn``);
 - on the nrt runtime, an exit hook that finishes queued device work and calls ``nrt_close`` (which releases the
   NeuronCores) while the interpreter can still run the work's Python callbacks.
 
@@ -29,8 +30,13 @@ def _check_settings() -> None:
 def _on_first_initialisation() -> None:
     if _backward_thread.mode() == "caller":
         _backward_thread.backward_on_caller(True)
-    if _C._runtime_info()["runtime"] == "nrt":
+    runtime = _C._runtime_info()["runtime"]
+    if runtime == "nrt":
         atexit.register(_C._nrt_close)  # registered first, so it runs after the autograd flush below
+    else:
+        from torchneuron.device import fused_rnn
+
+        fused_rnn.install()  # nn.LSTM / nn.GRU as one host call (device memory is host memory here)
     _autograd_exit.install()
 
 

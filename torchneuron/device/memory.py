@@ -127,3 +127,27 @@ def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
         lines.append(f"{key:<28}{stats.get(key, 0):>12}")
     lines.append("=" * width)
     return "\n".join(lines)
+
+
+def _no_history(name: str) -> NotImplementedError:
+    return NotImplementedError(
+        f"torch.neuron.memory.{name}: neuron's caching allocator keeps no allocation history or per-block "
+        "records, so there is no snapshot for pytorch.org/memory_viz. memory_stats() and memory_summary() give "
+        "its state (segments, allocations, peaks); torch.profiler(profile_memory=True) records allocations "
+        "over time.")
+
+
+def _record_memory_history(*args: Any, **kwargs: Any) -> None:
+    raise _no_history("_record_memory_history")
+
+
+def _snapshot(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    raise _no_history("_snapshot")
+
+
+def _dump_snapshot(*args: Any, **kwargs: Any) -> None:
+    raise _no_history("_dump_snapshot")
+
+
+def memory_snapshot(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    raise _no_history("memory_snapshot")

@@ -20,7 +20,11 @@ def _create(dist_opts, backend_opts):
 
 
 def register() -> None:
-    """Registers the backend with torch.distributed (cheap: no device, no process group)."""
+    """Registers the backend with torch.distributed and nn.SyncBatchNorm's kernels (cheap: no device, no
+    process group)."""
+    from . import sync_batch_norm
+
+    sync_batch_norm.register()
     if not dist.is_available() or BACKEND in dist.Backend.backend_list:
         return
     # "cpu" too: a group created with init_process_group("neuron") also takes CPU tensors (through the same

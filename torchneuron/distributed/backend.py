@@ -11,7 +11,7 @@ import torch.distributed as dist
 
 from torchneuron import _C
 
-from . import devices
+from . import devices, group_names
 from .collectives import DTYPES, QUIESCE_TIMEOUT_S, NeuronCollectives
 from .transport import HostGlooTransport, Transport
 
@@ -71,6 +71,7 @@ def create(dist_opts, backend_opts) -> _C._PythonBackend:
     rank, size = dist_opts.group_rank, dist_opts.group_size
     devices.select(first_group=not dist.is_initialized())
     _register_exit_quiesce()
+    group_names.install()  # pg.name() == "neuron", as AWS's (and "nccl" for NCCL groups)
     factory = _transport_factory or _runtime_transport
     transport = factory(dist_opts.store, rank, size, dist_opts.timeout, dist_opts.group_id)
     impl = NeuronCollectives(rank, size, transport, dist_opts.group_id, dist_opts.timeout)

@@ -8,6 +8,8 @@
 #include <ATen/SDPBackend.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
+#include <string>
+
 
 namespace torchneuron {
 
@@ -23,12 +25,52 @@ std::optional<at::Tensor> shapeOnly(const std::optional<at::Tensor>& t) {
   if (!t.has_value() || !t->defined()) return std::nullopt;
   return shapeOnly(*t);
 }
+// Why the device's fused attention (the CPU flash kernel on device buffers) cannot take these inputs; empty
+// when it can. The CPU flash kernel's own constraints (dense 4-D inputs of one float dtype, one head size,
+// equal batch and head counts, a contiguous last dimension, non-empty sequences) and this device's (no dropout:
+// it would draw from the CPU's generator; no gradient for the mask; one device).
+std::string fusedRefusal(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                         const std::optional<at::Tensor>& attn_mask, double dropout_p) {
+  if (dropout_p > 0.0) return "dropout_p > 0 (the fused kernel would not draw from neuron's generator)";
+  if (attn_mask.has_value() && attn_mask->defined() && attn_mask->requires_grad()) {
+    return "the attention mask requires grad (the fused backward computes none for it)";
+  }
+  if (q.device() != k.device() || q.device() != v.device()) return "query, key and value are on different devices";
+  if (q.is_nested() || k.is_nested() || v.is_nested()) return "nested tensors are not supported";
+  const auto dt = q.scalar_type();
+  if (k.scalar_type() != dt || v.scalar_type() != dt ||
+      !(dt == at::kFloat || dt == at::kDouble || dt == at::kBFloat16 || dt == at::kHalf)) {
+    return "query, key and value must share one of float32, float64, bfloat16, float16";
+  }
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return "query, key and value must be 4-D (batch, heads, seq, dim)";
+  if (q.size(0) != k.size(0) || q.size(0) != v.size(0) || q.size(1) != k.size(1) || q.size(1) != v.size(1)) {
+    return "batch and head counts of query, key and value must be equal (no grouped-query broadcasting)";
+  }
+  if (q.size(-1) != k.size(-1) || q.size(-1) != v.size(-1)) return "query, key and value must have one head size";
+  if (q.size(-2) == 0 || k.size(-2) == 0) return "sequence lengths must be non-zero";
+  if (q.stride(-1) != 1 || k.stride(-1) != 1 || v.stride(-1) != 1) {
+    return "the last dimension of query, key and value must be contiguous";
+  }
+  return "";
+}
 } // namespace
 
 int64_t fusedSdpChoice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                        const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
                        std::optional<double> scale, bool enable_gqa) {
   constexpr auto kMath = static_cast<int64_t>(at::SDPBackend::math);
+  constexpr auto kOverrideable = static_cast<int64_t>(at::SDPBackend::overrideable);
+  auto& ctx = at::globalContext();
+  if (ctx.userEnabledOverrideableSDP() && !ctx.userEnabledFlashSDP()) {
+    // sdpa_kernel(SDPBackend.OVERRIDEABLE): the device's attention asked for by name. The CPU's choice below
+    // would see its flash kernel switched off and find no backend; decide here, on the same constraints.
+    const std::string why = fusedRefusal(query, key, value, attn_mask, dropout_p);
+    if (why.empty()) return kOverrideable;
+    if (ctx.userEnabledMathSDP()) return kMath;
+    TORCH_CHECK(false, "neuron: scaled_dot_product_attention with SDPBackend.OVERRIDEABLE (the device's fused "
+                "attention) cannot take these inputs: ", why, ". Allow SDPBackend.MATH too "
+                "(sdpa_kernel([SDPBackend.OVERRIDEABLE, SDPBackend.MATH])) or change the inputs");
+  }
   // Dropout would draw from the CPU's generator inside the CPU kernel; the math path draws from neuron's.
   if (dropout_p > 0.0) return kMath;
   // The CPU flash backward computes no gradient for the mask.
@@ -42,9 +84,7 @@ int64_t fusedSdpChoice(const at::Tensor& query, const at::Tensor& key, const at:
       {c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot, c10::DispatchKey::PreDispatch}));
   const int64_t cpu = at::_fused_sdp_choice(shapeOnly(query), shapeOnly(key), shapeOnly(value), shapeOnly(attn_mask),
                                             dropout_p, is_causal, scale, enable_gqa);
-  return cpu == static_cast<int64_t>(at::SDPBackend::flash_attention)
-             ? static_cast<int64_t>(at::SDPBackend::overrideable)
-             : kMath;
+  return cpu == static_cast<int64_t>(at::SDPBackend::flash_attention) ? kOverrideable : kMath;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor>

@@ -124,8 +124,21 @@ at::Tensor& set_empty(at::Tensor& self) {
 
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   if (dst.sizes() != self.sizes()) {
-    dst.unsafeGetTensorImpl()->set_sizes_contiguous(self.sizes());
-    ensureStorageHolds(dst);
+    // Only an empty destination takes the source's shape (an out= result still to be sized); copying into
+    // a tensor of another shape would silently reshape the caller's tensor, which copy_ never does.
+    TORCH_CHECK(dst.numel() == 0, "neuron: _copy_from_and_resize cannot copy a tensor of shape ", self.sizes(),
+                " into one of shape ", dst.sizes(), " on ", dst.device(),
+                ": only an empty destination is resized. Resize it first (dst.resize_(src.shape)) or copy into a "
+                "tensor of the same shape");
+    if (dst.device().type() == c10::DeviceType::PrivateUse1) {
+      dst.unsafeGetTensorImpl()->set_sizes_contiguous(self.sizes());
+      ensureStorageHolds(dst);
+    } else {
+      dst.resize_(self.sizes());  // a host destination: its own device's resize
+    }
+  }
+  if (dst.device().type() != c10::DeviceType::PrivateUse1) {
+    return dst.copy_(self);  // device -> host, through copy_'s own dispatch
   }
   return copy_from(self, dst, /*non_blocking=*/false);
 }
