@@ -39,7 +39,7 @@ AUTOLOAD = _var("TORCH_DEVICE_BACKEND_AUTOLOAD", "1", "0: `import torch` does no
 
 # --- Trn host: read by libnrt itself, as AWS documents them; torchneuron only passes them through ---
 VISIBLE_CORES = _var("NEURON_RT_VISIBLE_CORES", "", "NeuronCores this process sees, one index, a range or a list (`2`, `0-3`, `0,2`), renumbered from neuron:0 (read by libnrt on nrt; on the sim: a slice of the simulated cores)")
-NUM_CORES = _var("NEURON_RT_NUM_CORES", "0", "nrt: reserve this many free NeuronCores (0: all); NEURON_RT_VISIBLE_CORES wins when both are set (read by libnrt)")
+NUM_CORES = _var("NEURON_RT_NUM_CORES", "0", "this process takes this many NeuronCores (0: all), renumbered from neuron:0 (read by libnrt on nrt; on the sim: the first n simulated cores); NEURON_RT_VISIBLE_CORES wins when both are set")
 NUMERICAL_ERRORS = _var("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY", "none", "nrt: critical (NaN), debug or verbose (NaN or Inf): an execution producing them raises, naming the op (read by libnrt)")
 
 # --- eager dtype rules ---
