@@ -265,3 +265,27 @@ def test_masked_gather_past_a_tiles_end_in_bn_stats() -> None:
     got = k(x)
     np.testing.assert_allclose(got[:, 0], x.mean(1), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(got[:, 1], x.var(1), rtol=1e-4, atol=1e-5)
+
+
+@nki.jit(mode="simulation")
+def _one_d_plus_one_legacy(a):
+    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.add(nl.load(a), 1.0))
+    return out
+
+
+def test_one_d_load_and_store_round_trip() -> None:
+    """A 1-D HBM tensor loads as a (1, n) tile; storing that tile back into a 1-D tensor is accepted (AWS's
+    published 1-D kernels do it), in both API generations."""
+    import torchneuron.nki as nki_current
+    import torchneuron.nki.language as nlc
+
+    @nki_current.jit
+    def one_d_plus_one(a):
+        out = nlc.ndarray(a.shape, dtype=a.dtype, buffer=nlc.shared_hbm)
+        nlc.store(out, value=nlc.add(nlc.load(a), 1.0))
+        return out
+
+    x = f32(128)
+    np.testing.assert_allclose(_one_d_plus_one_legacy(x), x + 1, rtol=1e-6)
+    np.testing.assert_allclose(one_d_plus_one(x), x + 1, rtol=1e-6)

@@ -149,7 +149,9 @@ def store(dst: NkiTensor, value: Any, mask: np.ndarray | None = None, api: str =
     if value.buffer.is_hbm:
         raise fail(ERR_MEMORY, f"Expected operand 'value' of '{api}' to be in address space 'sbuf', but got a tile in "
                    f"'{value.buffer.name}'.", "load the data into SBUF first.")
-    if value.shape != dst.shape:
+    # a 1-D HBM tensor loads as a (1, n) tile (load above); storing that tile back is the same n elements
+    one_d_round_trip = dst.ndim == 1 and value.shape == (1, dst.shape[0])
+    if value.shape != dst.shape and not one_d_round_trip:
         if value.size > dst.size or np.broadcast_shapes(value.shape, dst.shape) != dst.shape:
             raise fail(ERR_STORE_SHAPE, f"store destination `{dst.name}` {dst.shape} is smaller than the value "
                        f"{value.shape}.", "store into a destination of the value's shape (slice the value or "
