@@ -37,6 +37,8 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.complex.default: _complex_op,
         aten.polar.default: _polar,
         aten._conj_physical.default: _conj_physical,
+        # the lazy-conjugation view (compiled graphs keep it): in a value-semantic program, a conjugated copy
+        aten._conj.default: _conj_physical,
         aten.abs.default: _abs,
         # decompositions.py maps prims.abs back to aten.abs only when aten.abs has no entry of its own (to
         # avoid loops); _abs never produces prims.abs, so keep that mapping here
