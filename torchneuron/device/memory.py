@@ -129,8 +129,8 @@ def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
     return "\n".join(lines)
 
 
-def _no_history(name: str) -> NotImplementedError:
-    return NotImplementedError(
+def _no_history(name: str) -> RuntimeError:
+    return RuntimeError(
         f"torch.neuron.memory.{name}: neuron's caching allocator keeps no allocation history or per-block "
         "records, so there is no snapshot for pytorch.org/memory_viz. memory_stats() and memory_summary() give "
         "its state (segments, allocations, peaks); torch.profiler(profile_memory=True) records allocations "

@@ -107,7 +107,7 @@ class NeuronConfig:
     """AWS 2.33's configuration of libnrt's capture inside ``torch.profiler``: refused with the reason."""
 
     def __init__(self, *args: Any, **kwargs: Any):
-        raise NotImplementedError(
+        raise RuntimeError(
             "torch_neuronx.profiling.NeuronConfig configures libnrt's inspector (.ntff device traces, runtime "
             "system traces), which torchneuron does not drive. The neuron device's activity is recorded by "
             "torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) without "
