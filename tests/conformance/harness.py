@@ -374,10 +374,8 @@ def _as_user_code(fn: Any, depth: int = 0) -> Any:
         return fn
     scope = dict(fn.__globals__)
     for name in fn.__code__.co_names:
-        if scope.get(name) is not fn:
-            scope[name] = _as_user_code(scope.get(name), depth + 1) if name in scope else None
-        if scope[name] is None:
-            del scope[name]
+        if name in scope and scope[name] is not fn:
+            scope[name] = _as_user_code(scope[name], depth + 1)
     copy = types.FunctionType(fn.__code__.replace(co_filename="<user code>"), scope, fn.__name__, fn.__defaults__,
                               fn.__closure__)
     copy.__kwdefaults__ = fn.__kwdefaults__

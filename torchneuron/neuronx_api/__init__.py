@@ -25,19 +25,19 @@ import importlib
 from typing import Any
 
 from torchneuron.device._device import device, device_count, get_device_properties, synchronize
-from torchneuron.device.memory import (
+from torchneuron.device.streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream
+
+from .memory import (
     empty_cache,
     max_memory_allocated,
     max_memory_reserved,
     memory_allocated,
     memory_reserved,
+    memory_stats,
     memory_summary,
     reset_accumulated_memory_stats,
     reset_peak_memory_stats,
 )
-from torchneuron.device.streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream
-
-from .memory import memory_stats
 from .op_tracking import clear_op_tracking, get_executed_ops, get_fallback_ops
 
 __version__ = "2.13.3.0+torchneuron"  # AWS's package family for PyTorch 2.13, the torch torchneuron is built on
