@@ -59,6 +59,21 @@ def test_cpu_only_program_is_untouched_until_the_device_is_used():
     assert neuron["module_to"] == cpu["module_to"] and not neuron["swap_on_conversion"]
 
 
+def test_seeding_an_eager_program_does_not_import_dynamo():
+    # torch.manual_seed seeds every neuron generator; their Dynamo opacity must not cost an inference program
+    # Dynamo's 1.4 s import (PyTorch's own optimizers import it anyway, so this program has none)
+    out = run_python_json("""
+        import json, sys
+        import torch
+        torch.manual_seed(0)
+        x = torch.randn(4, device="neuron")
+        torch.neuron.manual_seed(1)
+        state = torch.neuron.get_rng_state()
+        print(json.dumps({"dynamo": "torch._dynamo" in sys.modules, "state": state.numel() > 0}))
+    """)
+    assert out == {"dynamo": False, "state": True}
+
+
 def test_subpackages_resolve_as_attributes_on_first_access():
     out = run_python_json("""
         import json, sys
