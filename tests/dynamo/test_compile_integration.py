@@ -33,7 +33,8 @@ WARM = """
     _, loss = torch.compile(model, backend="neuron")(tokens[:, :-1], tokens[:, 1:])
     loss.backward()
     m = torch.neuron.get_dynamo_metrics()
-    print(json.dumps({"loss": loss.item(), "mlir": "torch_mlir" in sys.modules, "hits": m["cache_hits"],
+    print(json.dumps({"loss": loss.item(), "mlir": "torch_mlir" in sys.modules, "jax": "jax" in sys.modules,
+                      "hits": m["cache_hits"],
                       "pieces": m["lowered_pieces"], "compiles": driver.default_cache().stats["compiles"]}))
 """
 
@@ -43,6 +44,8 @@ def test_second_process_compiles_nothing_and_skips_torch_mlir(tmp_path):
     warm = run_python_json(WARM, TORCHNEURON_CACHE_DIR=str(tmp_path))
     assert cold["mlir"] and cold["compiles"] == cold["pieces"] == 2 and cold["hits"] == 0
     assert not warm["mlir"] and warm["compiles"] == 0 and warm["hits"] == warm["pieces"] == 2
+    # the pieces passed their StableHLO cross-check in the cold process: the warm one does not load XLA
+    assert cold["jax"] and not warm["jax"]
     assert warm["loss"] == cold["loss"]
 
 

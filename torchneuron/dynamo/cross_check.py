@@ -5,7 +5,8 @@ piece's StableHLO, compiled by neuronx-cc. So the StableHLO also runs on the sim
 inputs, and the two results must agree within the dtype's tolerance; otherwise the lowering is wrong and the
 call raises ``CompiledProgramMismatch`` naming the piece, the output and the difference.
 
-``TORCHNEURON_COMPILE_CHECK``: ``first`` (default) checks the first call of every new piece, ``every`` every
+``TORCHNEURON_COMPILE_CHECK``: ``first`` (default) checks the first call of every new piece (one that passed in an
+earlier process is not new: the compile cache remembers it, keyed like the piece's program), ``every`` every
 call (slow: each call also runs XLA:CPU), ``off`` none (the StableHLO is then lowered but never executed).
 """
 
@@ -47,8 +48,10 @@ class CheckedPiece:
     kind = "lowered"
 
     def __init__(self, fast: Callable, make_reference: Callable[[], Callable], name: str, mutated: list[int],
-                 checks: int, rtol: float, fast_name: str = "PyTorch's CPU kernels", undefined: list[int] = ()):
+                 checks: int, rtol: float, fast_name: str = "PyTorch's CPU kernels", undefined: list[int] = (),
+                 on_passed: Callable[[], None] = lambda: None):
         self.fast = fast
+        self._on_passed = on_passed
         self._undefined = set(undefined)
         self._fast_name = fast_name
         self._make_reference = make_reference
@@ -82,6 +85,9 @@ class CheckedPiece:
                     "a Trn host compiles). The piece's lowering is wrong: please report it with the files "
                     f"{_env.DEBUG_DIR}=dir writes. {_env.COMPILE_CHECK}=off skips this check; "
                     f"{_env.SIM_EXECUTOR}=xla runs the StableHLO program itself.")
+        if self._checks_left == 0:
+            self._reference = None  # the XLA executable is not needed any more
+            self._on_passed()
         return got
 
 

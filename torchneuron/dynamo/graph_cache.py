@@ -95,3 +95,16 @@ def store(k: str, rec: Record) -> None:
     if blob is None:
         return
     driver.default_cache().disk.put(k, blob)  # an unwritable directory is reported once, by the cache
+
+
+def has_marker(k: str) -> bool:
+    """Whether ``put_marker(k)`` ran in this or an earlier process sharing the cache directory."""
+    from ..compiler import driver
+
+    return driver.default_cache().disk.get(k) is not None
+
+
+def put_marker(k: str) -> None:
+    from ..compiler import driver
+
+    driver.default_cache().disk.put(k, b"1")

@@ -137,15 +137,17 @@ def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, s
 
         fast = AtenPiece(sub, in_casts, out_casts, record.mutated, out_meta, restride, event)
     checks = cross_check.checks_per_piece()
-    if checks == 0:
-        return fast
+    passed_key = f"ck{executor}-{k[2:]}"
+    if checks == 0 or (checks > 0 and graph_cache.has_marker(passed_key)):
+        return fast  # checked on its first call in an earlier process: the same program, lowering and executor
     name = f"{event.name}: {_ops_of(sub)}"
     # an output straight from empty() has no defined values: the check compares its shape and dtype only
     undefined = [k for k, n in enumerate(out_node.args[0])
                  if isinstance(n, fx.Node) and n.op == "call_function" and n.target in _UNINITIALIZED]
     dtypes = {n.meta["val"].dtype for n in sub.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)}
     return cross_check.CheckedPiece(fast, stablehlo_program, name, list(record.mutated), checks,
-                                    cross_check.tolerance(dtypes), _FAST_NAMES[executor], undefined)
+                                    cross_check.tolerance(dtypes), _FAST_NAMES[executor], undefined,
+                                    on_passed=lambda: graph_cache.put_marker(passed_key))
 
 
 _EXECUTORS = ("aten", "xla", "inductor")
