@@ -26,9 +26,11 @@ def wrong_lowering(monkeypatch):
         return tg
 
     monkeypatch.setattr(trace_mod, "trace", wrong)
-    # a record cached by an earlier run would skip the trace (and the injected error)
+    # a record cached by an earlier run would skip the trace (and the injected error), a piece that passed its
+    # check in an earlier run would not be checked again
     monkeypatch.setattr(graph_cache, "load", lambda k: None)
     monkeypatch.setattr(graph_cache, "store", lambda k, rec: None)
+    monkeypatch.setattr(graph_cache, "has_marker", lambda k: False)
 
 
 def _scale_shift(x, y):
@@ -92,11 +94,29 @@ def test_check_mode_sets_how_many_calls_run_the_stablehlo(neuron, monkeypatch, m
         return real(self, ins)
 
     monkeypatch.setattr(pieces.LoweredPiece, "__call__", counted)
+    monkeypatch.setattr(graph_cache, "has_marker", lambda k: False)  # as if no earlier run had checked it
     x, y, xd, yd = _inputs(neuron)
     f = torch.compile(_scale_shift, backend="neuron")
     for _ in range(3):
         torch.testing.assert_close(f(xd, yd).cpu(), x * y + 1)
     assert len(runs) == expected
+
+
+def test_a_piece_that_passed_is_not_checked_again_by_a_later_compile(neuron, monkeypatch):
+    monkeypatch.delenv("TORCHNEURON_SIM_EXECUTOR", raising=False)
+    monkeypatch.delenv("TORCHNEURON_COMPILE_CHECK", raising=False)
+    marks: dict[str, bool] = {}
+    monkeypatch.setattr(graph_cache, "has_marker", lambda k: k in marks)
+    monkeypatch.setattr(graph_cache, "put_marker", lambda k: marks.setdefault(k, True))
+    runs = []
+    real = pieces.LoweredPiece.__call__
+    monkeypatch.setattr(pieces.LoweredPiece, "__call__", lambda self, ins: runs.append(1) or real(self, ins))
+    x, y, xd, yd = _inputs(neuron)
+    torch.compile(_scale_shift, backend="neuron")(xd, yd)
+    assert len(runs) == 1 and len(marks) == 1
+    torch._dynamo.reset()  # a new compile of the same program, as a later process makes it
+    torch.testing.assert_close(torch.compile(_scale_shift, backend="neuron")(xd, yd).cpu(), x * y + 1)
+    assert len(runs) == 1
 
 
 def test_unknown_check_mode_is_refused(neuron, monkeypatch):

@@ -27,26 +27,48 @@ WARM = """
     import json, sys, torch
     from torchneuron.testing.models import GPT
     from torchneuron.compiler import driver
+    {change}
     torch.manual_seed(0)
     model = GPT().to("neuron")
     tokens = torch.randint(0, 64, (4, 17)).to("neuron")
     _, loss = torch.compile(model, backend="neuron")(tokens[:, :-1], tokens[:, 1:])
     loss.backward()
     m = torch.neuron.get_dynamo_metrics()
-    print(json.dumps({"loss": loss.item(), "mlir": "torch_mlir" in sys.modules, "jax": "jax" in sys.modules,
-                      "hits": m["cache_hits"],
-                      "pieces": m["lowered_pieces"], "compiles": driver.default_cache().stats["compiles"]}))
+    print(json.dumps({{"loss": loss.item(), "mlir": "torch_mlir" in sys.modules, "jax": "jax" in sys.modules,
+                      "pattern_matcher": "torch._inductor.pattern_matcher" in sys.modules,
+                      "hits": m["cache_hits"], "split_hits": m["partition_cache_hits"],
+                      "pieces": m["lowered_pieces"], "compiles": driver.default_cache().stats["compiles"]}}))
 """
 
 
+def _warm(cache, change=""):
+    return run_python_json(WARM.format(change=change), TORCHNEURON_CACHE_DIR=str(cache))
+
+
 def test_second_process_compiles_nothing_and_skips_torch_mlir(tmp_path):
-    cold = run_python_json(WARM, TORCHNEURON_CACHE_DIR=str(tmp_path))
-    warm = run_python_json(WARM, TORCHNEURON_CACHE_DIR=str(tmp_path))
+    cold = _warm(tmp_path)
+    warm = _warm(tmp_path)
     assert cold["mlir"] and cold["compiles"] == cold["pieces"] == 2 and cold["hits"] == 0
     assert not warm["mlir"] and warm["compiles"] == 0 and warm["hits"] == warm["pieces"] == 2
-    # the pieces passed their StableHLO cross-check in the cold process: the warm one does not load XLA
+    # the pieces passed their StableHLO cross-check in the cold process: the warm one does not load XLA; the
+    # forward/backward split is loaded too, so inductor's pattern matcher (the partitioner's CSE) stays out
     assert cold["jax"] and not warm["jax"]
+    assert cold["split_hits"] == 0 and warm["split_hits"] == 1 and not warm["pattern_matcher"]
     assert warm["loss"] == cold["loss"]
+
+
+@pytest.mark.parametrize("change", [
+    # an upgrade of any package that shapes the programs (torch, torch-mlir, jaxlib, torchneuron)
+    "import torchneuron.compiler.keys as keys; keys._version = lambda name: '0+changed'",
+    # a compile setting that changes the programs
+    "import torchneuron; torchneuron.compile_options(auto_cast='matmult-bf16')",
+])
+def test_a_changed_version_or_setting_misses_the_warm_cache(tmp_path, change):
+    _warm(tmp_path)
+    changed = _warm(tmp_path, change)
+    assert changed["hits"] == 0 and changed["compiles"] >= 1 and changed["mlir"]
+    if "keys" in change:
+        assert changed["split_hits"] == 0
 
 
 def test_hf_llama_static_cache_generate_auto_compiles_and_matches_cpu():

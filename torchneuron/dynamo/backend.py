@@ -25,9 +25,7 @@ def neuron_backend(gm: fx.GraphModule, example_inputs: list, **kwargs: Any):
     """The Dynamo backend. ``mode=`` and ``options=`` of torch.compile are not used (a warning says so once;
     see ``torchneuron.compile_options``); a graph on CPU tensors returns neuron tensors (``call_contract``)."""
     from torch._dynamo.backends.common import aot_autograd
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
-
-    from . import call_contract, device_interface, metrics
+    from . import call_contract, device_interface, metrics, partition_cache
 
     call_contract.check_settings(kwargs)
     device_interface.register()
@@ -37,8 +35,9 @@ def neuron_backend(gm: fx.GraphModule, example_inputs: list, **kwargs: Any):
         fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
         inference_compiler=_compiler("inference"), decompositions=aot_decompositions.table(),
         # recompute cheap views and pointwise ops in the backward instead of saving them: a saved t(weight)
-        # would be materialised as a transposed copy by the forward program on every step
-        partition_fn=min_cut_rematerialization_partition,
+        # would be materialised as a transposed copy by the forward program on every step; a warm process
+        # loads the split from the cache
+        partition_fn=partition_cache.partition,
         keep_inference_input_mutations=True)
     compiled = backend(gm, example_inputs)
     if call_contract.on_cpu_only(example_inputs):

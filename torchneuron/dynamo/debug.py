@@ -2,7 +2,9 @@
 
 Layout: ``<dir>/<pid>-graph<N>-<kind>/`` holds ``aot_graph.py`` (the whole AOT graph), ``partition.txt``
 and, per lowered piece, ``piece<i>/fx_graph.py``, ``module.stablehlo.mlir`` and the executable
-(``executable.hlo.txt`` from XLA:CPU on the sim, ``module.neff`` from neuronx-cc).
+(``executable.hlo.txt`` from XLA:CPU on the sim, ``module.neff`` from neuronx-cc). With a debug directory,
+every piece is cross-checked on its first call again, even one an earlier process checked, so its executable
+is built and kept.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ import threading
 from collections import Counter
 
 _lock = threading.Lock()
-_FIELDS = ("graphs_compiled", "cache_hits", "recompiles", "partitions", "lowered_pieces", "eager_pieces",
-           "compile_seconds")
+_FIELDS = ("graphs_compiled", "cache_hits", "partition_cache_hits", "recompiles", "partitions", "lowered_pieces",
+           "eager_pieces", "compile_seconds")
 _counts: dict[str, float] = dict.fromkeys(_FIELDS, 0)
 _fallback_ops: Counter[str] = Counter()
 _graphs_seen: set[str] = set()
@@ -33,7 +33,8 @@ def fallback(op: str) -> None:
 
 def get_dynamo_metrics() -> dict:
     """graphs_compiled: static-shape graphs built (one per AOT graph and input shape); cache_hits: graphs whose
-    StableHLO came from the on-disk graph cache (no tracing, no torch-mlir); recompiles: a graph Dynamo compiled
+    StableHLO came from the on-disk graph cache (no tracing, no torch-mlir); partition_cache_hits: AOTAutograd
+    forward/backward splits loaded from the cache (no min-cut partitioning); recompiles: a graph Dynamo compiled
     again (a new static shape, a failed guard) or a dynamic graph specialised for a new shape; partitions: graphs
     split into more than one piece; lowered_pieces / eager_pieces: pieces compiled to StableHLO / run op by op on
     the device; fallback_ops: ops without a lowering
