@@ -25,7 +25,7 @@ def neuron_backend(gm: fx.GraphModule, example_inputs: list, **kwargs: Any):
     """The Dynamo backend. ``mode=`` and ``options=`` of torch.compile are not used (a warning says so once;
     see ``torchneuron.compile_options``); a graph on CPU tensors returns neuron tensors (``call_contract``)."""
     from torch._dynamo.backends.common import aot_autograd
-    from . import call_contract, device_interface, metrics, partition_cache
+    from . import call_contract, debug, device_interface, metrics, partition_cache
 
     call_contract.check_settings(kwargs)
     device_interface.register()
@@ -39,7 +39,9 @@ def neuron_backend(gm: fx.GraphModule, example_inputs: list, **kwargs: Any):
         # loads the split from the cache
         partition_fn=partition_cache.partition,
         keep_inference_input_mutations=True)
-    compiled = backend(gm, example_inputs)
+    with metrics.backend_call():
+        compiled = backend(gm, example_inputs)
+    debug.dump_phases()
     if call_contract.on_cpu_only(example_inputs):
         return call_contract.results_on_neuron(compiled)
     return compiled

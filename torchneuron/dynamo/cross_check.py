@@ -12,6 +12,7 @@ call (slow: each call also runs XLA:CPU), ``off`` none (the StableHLO is then lo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,7 @@ import torch
 
 from .. import _env
 from ..programs import host_bridge as dev
+from . import metrics
 
 # relative to the output's largest magnitude (XLA:CPU and PyTorch sum in other orders), plus torch.testing's
 # absolute float tolerance (a gradient that is zero up to rounding, e.g. a bias before BatchNorm, is all noise);
@@ -68,6 +70,13 @@ class CheckedPiece:
             self._checks_left -= 1
         if self._reference is None:
             self._reference = self._make_reference()
+        t0 = time.perf_counter()
+        try:
+            return self._checked(ins)
+        finally:
+            metrics.add_phase("cross_check", time.perf_counter() - t0)
+
+    def _checked(self, ins: list[torch.Tensor]) -> tuple:
         ref_ins = list(ins)
         for i in self._mutated:
             ref_ins[i] = ins[i].clone()

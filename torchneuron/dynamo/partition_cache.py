@@ -27,6 +27,12 @@ _FORMAT = "partition-1"
 def partition(joint: fx.GraphModule, joint_inputs: Any, *, num_fwd_outputs: int,
               static_lifetime_input_indices: list[int] | None = None, **kwargs: Any):
     """A drop-in ``partition_fn``: torch's min-cut rematerialisation partition, through the cache."""
+    with metrics.timed_phase("partition"):
+        return _partition(joint, joint_inputs, num_fwd_outputs, static_lifetime_input_indices, kwargs)
+
+
+def _partition(joint: fx.GraphModule, joint_inputs: Any, num_fwd_outputs: int,
+               static_lifetime_input_indices: list[int] | None, kwargs: dict):
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
     k = _key(joint, num_fwd_outputs, static_lifetime_input_indices, kwargs)

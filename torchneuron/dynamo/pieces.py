@@ -7,6 +7,7 @@ ATen ops on the device one by one, exactly as eager mode would.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -112,7 +113,10 @@ def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, s
     else:
         from ..lowering.trace import trace
 
+        t0 = time.perf_counter()
         tg = trace(sub, tuple(examples))
+        metrics.add_phase("torch_mlir", tg.mlir_seconds)
+        metrics.add_phase("lowering", time.perf_counter() - t0 - tg.mlir_seconds)
         record = graph_cache.Record(tg.stablehlo, tg.mutated_inputs, tg.out_layout.spec, tg.out_layout.slots,
                                     tg.constants)
         graph_cache.store(k, record)
@@ -121,7 +125,8 @@ def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, s
     event = dev.ProgramEvent(f"neuron::graph {k[2:10]} ({ops} ops)", sub)
 
     def stablehlo_program() -> LoweredPiece:
-        exe = driver.compile(record.stablehlo, target=compile_target, kind="graph")
+        with metrics.timed_phase("executable"):
+            exe = driver.compile(record.stablehlo, target=compile_target, kind="graph")
         debug.dump_executable(dump, exe)
         return LoweredPiece(exe, record, in_casts, out_casts, out_meta, restride, event)
 

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import time
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +42,7 @@ class TracedGraph:
     out_layout: passes.OutputLayout   # rebuilds the user's output structure from the non-mutation outputs
     stablehlo: str = ""
     extra_decompositions: list[str] = field(default_factory=list)
+    mlir_seconds: float = 0.0         # of the trace, the time torch-mlir took (import, FX import, lowering)
 
 
 def _fake_like(t: torch.Tensor) -> torch.Tensor:
@@ -100,6 +103,7 @@ def trace(fn_or_module: Any, args: tuple, kwargs: dict | None = None) -> TracedG
     table = dict(neuron_decompositions())
     extra: list[str] = []
     first_error: StableHLOLoweringError | None = None
+    mlir_seconds = 0.0
     for _ in range(_MAX_DECOMP_ROUNDS + 1):
         try:
             with torch.no_grad() if module is not None else _null():
@@ -109,9 +113,11 @@ def trace(fn_or_module: Any, args: tuple, kwargs: dict | None = None) -> TracedG
                 raise first_error from None
             raise
         prepared = passes.run_pipeline(gm)
+        t0 = time.perf_counter()
         try:
             text = to_stablehlo(gm)
         except StableHLOLoweringError as e:
+            mlir_seconds += time.perf_counter() - t0
             more = on_demand(e.mlir_op) if e.mlir_op else {}
             more = {k: v for k, v in more.items() if k not in table}
             if not more:  # the failing op is not named (or has no decomposition): decompose what the graph has
@@ -124,10 +130,11 @@ def trace(fn_or_module: Any, args: tuple, kwargs: dict | None = None) -> TracedG
             table.update(more)
             extra.append(e.mlir_op or "")
             continue
+        mlir_seconds += time.perf_counter() - t0
         constants = prepared.constants
         inputs = [TensorSpec.of(t) for t in flat_real] + [TensorSpec.of(c) for c in constants]
         return TracedGraph(gm, inputs, [n for n, _ in named], in_spec, tensor_slots, static, constants,
-                           prepared.mutated_inputs, prepared.layout, text, extra)
+                           prepared.mutated_inputs, prepared.layout, text, extra, mlir_seconds)
     raise LoweringError(f"lowering did not converge after decomposing {', '.join(extra)}")
 
 
