@@ -25,6 +25,15 @@ def test_runs_and_matches_torch():
     torch.testing.assert_close(ex, a.exp())
 
 
+def test_check_kind_compiles_unoptimised_under_its_own_key_with_the_same_results(tmp_path):
+    cache = CompileCache(tmp_path)
+    fast, check = driver.compile(MM, cache=cache), driver.compile(MM, kind="check", cache=cache)
+    assert cache.stats["compiles"] == 2 and fast is not check  # an optimised program never serves a check
+    a, b = torch.randn(8, 16), torch.randn(16, 4)
+    for got, expected in zip(check.run([a, b]), fast.run([a, b])):
+        torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
+
+
 def test_inputs_are_aliased_not_copied():
     exe = driver.compile(MM, cache=CompileCache())
     a = torch.randn(8, 16)
@@ -64,7 +73,9 @@ def test_compiling_and_running_leaves_the_process_environment_alone(tmp_path):
         y.cpu()
         print(json.dumps({"changed": sorted(k for k in set(before) | set(os.environ)
                                             if before.get(k) != os.environ.get(k))}))
-    """, XLA_FLAGS=None, TORCHNEURON_CACHE_DIR=str(tmp_path))
+    """, XLA_FLAGS=None, TORCHNEURON_CACHE_DIR=str(tmp_path),
+        # PyTorch itself pins this one when Dynamo is imported (make_fx imports it): given, it stays as is
+        TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))
     assert out == {"changed": []}
 
 

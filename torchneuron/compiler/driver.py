@@ -4,6 +4,8 @@
 ``"trn1" | "trn2" | "trn3"`` runs neuronx-cc. The opt level defaults to -O1 for single eager ops and -O2 for
 graphs (as AWS's backend does); ``NEURON_COMPILER_OPT_LEVEL`` overrides both. The LNC defaults to the
 target's (``torchneuron.targets``); ``NEURON_LOGICAL_NC_CONFIG`` overrides it, as it does for libnrt.
+``kind="check"`` (the simulator's cross-check reference, run once per program) compiles XLA:CPU with its
+backend optimisations off: half the compile time, and run time does not matter there.
 """
 
 from __future__ import annotations
@@ -64,17 +66,18 @@ def resolve(target: str | None, lnc: int | None, opt_level: int | None, kind: st
 
 
 def compile(stablehlo: str, *, target: str | None = SIM, lnc: int | None = None, opt_level: int | None = None,
-            kind: Literal["eager", "graph"] = "graph", cache: CompileCache | None = None) -> Any:
+            kind: Literal["eager", "graph", "check"] = "graph", cache: CompileCache | None = None) -> Any:
     """Compile (or fetch from the cache) a StableHLO module; returns an executable with ``run(host_tensors)``."""
     backend, hw, lnc_v, opt = resolve(target, lnc, opt_level, kind)
     cache = cache or _DEFAULT_CACHE
     if backend == xla_cpu.NAME:
-        key = keys.cache_key(stablehlo, backend=backend, target=hw, lnc=lnc_v, opt_level=opt,
+        quick = kind == "check"
+        key = keys.cache_key(stablehlo, backend=backend, target=hw, lnc=lnc_v, opt_level=0 if quick else opt,
                              compiler_version=xla_cpu.version())
 
         def build() -> bytes:
             try:
-                return xla_cpu.compile_to_bytes(stablehlo)
+                return xla_cpu.compile_to_bytes(stablehlo, optimise=not quick)
             except xla_cpu.XlaCompileError as e:
                 raise CompileError(f"{e}\n(back end xla-cpu, simulating {hw}; the module is in "
                                    "Lowered.stablehlo — please report it with the op that produced it)") from None

@@ -46,15 +46,19 @@ def _client():
     return _CLIENT
 
 
-def _compile_options(xc):
+def _compile_options(xc, optimise: bool = True):
     """Options for every compile and load. The Eigen setting travels as a per-compilation override (what JAX's
     ``compiler_options`` use), not in ``os.environ["XLA_FLAGS"]``, which a JAX the user starts later would
-    inherit."""
+    inherit. ``optimise=False``: LLVM's backend optimisations off (half the compile time, slower code)."""
     import os
 
     options = xc.CompileOptions()
+    overrides = []
     if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
-        options.env_option_overrides = [("xla_cpu_multi_thread_eigen", False)]
+        overrides.append(("xla_cpu_multi_thread_eigen", False))
+    if not optimise:
+        overrides.append(("xla_backend_optimization_level", 0))
+    options.env_option_overrides = overrides
     return options
 
 
@@ -69,11 +73,11 @@ class XlaCompileError(RuntimeError):
     pass
 
 
-def compile_to_bytes(stablehlo: str) -> bytes:
+def compile_to_bytes(stablehlo: str, optimise: bool = True) -> bytes:
     """Compile StableHLO text on XLA:CPU and return the serialised executable (what the disk cache stores)."""
     client, _, devices, xc, _jax = _client()
     try:
-        exe = client.compile_and_load(stablehlo, devices, _compile_options(xc))
+        exe = client.compile_and_load(stablehlo, devices, _compile_options(xc, optimise))
     except _jax.JaxRuntimeError as e:
         raise XlaCompileError(f"XLA:CPU rejected the StableHLO module: {e}") from None
     return client.serialize_executable(exe)
