@@ -89,6 +89,15 @@ def test_fullgraph_with_the_grid_wrapped_inside_the_compiled_function(dynamo):
     torch.testing.assert_close(got.cpu(), torch.cat([torch.full((128, 8), 6.0), (x.cpu() + y.cpu() + 1) * 3]))
 
 
+def test_new_shapes_recompile_without_breaking_the_graph(dynamo):
+    compiled = torch.compile(f, backend="neuron")
+    for rows in (130, 100, 70):  # the second shape recompiles with symbolic shapes: the launch stays planned
+        a, b = neuron_randn(rows, 8), neuron_randn(rows, 8, seed=1)
+        torch.testing.assert_close(compiled(a, b).cpu(), (a.cpu().exp() + b.cpu()) * 2)
+    m = torch.neuron.get_dynamo_metrics()
+    assert m["graphs_compiled"] == 3 and m["partitions"] == 3 and m["eager_pieces"] == 3
+
+
 def test_constant_and_keyword_arguments(dynamo):
     from tests.custom_ops.test_launch_signatures import scaled
 
@@ -177,7 +186,7 @@ def test_the_launch_op_under_fake_tensor_mode_is_shape_only():
     before = torch.neuron.memory_allocated()
     with FakeTensorMode() as mode:
         a = mode.from_tensor(torch.empty(120, 70, device="neuron"))
-        index, returns, written = launch.plan(kernels.copy_and_plus_one, "current", None, (launch.slot(a),), ())
+        index, returns, written = launch.plan(kernels.copy_and_plus_one, "current", None, (launch.slot(a, True),), ())
         outs = torch.ops.torchneuron.nki_launch(index, [a])
     assert (returns, written) == (launch.TUPLE, ())
     assert all(isinstance(o, FakeTensor) and o.shape == (120, 70) and o.device.type == "neuron" for o in outs)

@@ -45,7 +45,7 @@ class Plan:
 
     def __init__(self, kernel: Kernel, args: tuple[Any, ...], kwargs: tuple[tuple[str, Any], ...]):
         self.kernel = kernel    # gridded
-        self.args = args        # per positional argument: ("tensor",) or ("const", value)
+        self.args = args        # per positional argument: ("tensor", dtype) or ("const", value)
         self.kwargs = kwargs    # (name, slot) pairs
         self.returns = NONE     # NONE / ONE / TUPLE / LIST
         self.written: tuple[int, ...] = ()  # the tensors (in slot order) the kernel writes
@@ -81,32 +81,40 @@ _KEEP: list[Any] = []          # the kernels of _BY_KEY's keys stay alive, so th
 _LOCK = threading.Lock()
 
 
-def slot(value: Any) -> tuple[Any, ...]:
-    """How one argument travels: tensors through the op (their shape and dtype go to ``plan``), anything else
-    as a constant of the plan. Dynamo traces this: isinstance checks and tuples only."""
+def slot(value: Any, shaped: bool = False) -> tuple[Any, ...]:
+    """How one argument travels: tensors through the op (their dtype, and with ``shaped`` their shape, go to
+    ``plan``), anything else as a constant of the plan. Dynamo traces this: isinstance checks and tuples only."""
     if isinstance(value, torch.Tensor):
-        return (TENSOR, value.shape, value.dtype)
+        return (TENSOR, value.dtype, tuple(value.shape)) if shaped else (TENSOR, value.dtype)
     return ("const", value)
+
+
+UNPLANNED = -1  # plan's answer for a launch never probed, when the slots carry no shapes to probe it with
 
 
 def plan(kernel: Any, api: str, grid: Any, args: tuple[Any, ...],
          kwargs: tuple[tuple[str, Any], ...]) -> tuple[int, str, tuple[int, ...]]:
     """(launch id, what the kernel returns, the tensors it writes) for ``kernel[grid]`` with these argument
-    slots. Called with Python constants only, outside Dynamo's tracing; the probe runs once per kernel, grid
-    and slots (shapes included)."""
-    key = (id(kernel), api, repr(grid), _hashable(args), _hashable(kwargs))
+    slots. Called with Python constants only, outside Dynamo's tracing. The probe runs once per kernel, grid
+    and slots (what a kernel returns and writes does not depend on its shapes), on the shapes of the first
+    shaped call; without shapes, an unprobed launch is ``UNPLANNED``."""
+    bare = lambda s: s[:2] if s[0] == TENSOR else s  # noqa: E731
+    args_bare, kwargs_bare = tuple(bare(s) for s in args), tuple((n, bare(s)) for n, s in kwargs)
+    key = (id(kernel), api, repr(grid), _hashable(args_bare), _hashable(kwargs_bare))
     with _LOCK:
         index = _BY_KEY.get(key)
     if index is None:
+        tensor_slots = [s for s in (*args, *(s for _, s in kwargs)) if s[0] == TENSOR]
+        if any(len(s) < 3 for s in tensor_slots):
+            return UNPLANNED, NONE, ()
         k = as_kernel(kernel, api)
         if grid is not None:
             k = k[grid]
-        bare = lambda s: (TENSOR,) if s[0] == TENSOR else s  # noqa: E731  (no shapes: the plan serves any call)
-        p = Plan(k, tuple(bare(s) for s in args), tuple((n, bare(s)) for n, s in kwargs))
+        p = Plan(k, args_bare, kwargs_bare)
         # outside any tracing mode (non-strict torch.export runs this under its fake and proxy modes): the
         # probe's meta outputs are not graph nodes
         with torch.utils._python_dispatch._disable_current_modes():
-            _probe(p, [s for s in (*args, *(s for _, s in kwargs)) if s[0] == TENSOR])
+            _probe(p, tensor_slots)
         with _LOCK:
             index = _BY_KEY.get(key)
             if index is None:
@@ -173,7 +181,7 @@ host_arrays.register_host_kind(host_arrays.HostKind("wrap_nki-probe", lambda x: 
 
 
 def _probe(p: Plan, tensor_slots: list[tuple[Any, ...]]) -> None:
-    probes = [_ProbeArg(tuple(int(d) for d in s[1]), s[2]) for s in tensor_slots]
+    probes = [_ProbeArg(tuple(int(d) for d in s[2]), s[1]) for s in tensor_slots]
     args, kwargs = p.call_args(probes)
     result = p.kernel(*args, **kwargs)
     p.written = tuple(i for i, a in enumerate(probes) if a.written)
@@ -211,7 +219,7 @@ def _tensor_names(p: Plan, which: tuple[int, ...]) -> list[str]:
 # ---- the ops ----
 
 def _run(launch: int, tensors: list[torch.Tensor]) -> Any:
-    p = _PLANS[launch]
+    p = _PLANS[int(launch)]  # int(): a graph recompiled with dynamic ints passes the id as a SymInt
     args, kwargs = p.call_args(tensors)
     with torch_io.device_only("torchneuron.wrap_nki"):
         return p.kernel(*args, **kwargs)
@@ -227,7 +235,7 @@ def _run_returning(launch: int, tensors: list[torch.Tensor]) -> list[torch.Tenso
 
 
 def _run_writing(launch: int, read: list[torch.Tensor], written: list[torch.Tensor]) -> None:
-    _run(launch, _PLANS[launch].merge(read, written))
+    _run(launch, _PLANS[int(launch)].merge(read, written))
 
 
 @torch.library.custom_op(FUNCTIONAL, mutates_args=())

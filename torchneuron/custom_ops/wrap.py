@@ -69,6 +69,11 @@ def _in_graph(k: NkiKernel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
                if isinstance(a, torch.Tensor)]
     index, returns, written = _plan(k.base, k.api, k.grid, tuple(launch.slot(a) for a in args),
                                     tuple((n, launch.slot(kwargs[n])) for n in names))
+    if index == launch.UNPLANNED:  # first launch of this kernel with these slots: probe it on the traced shapes
+        # (symbolic shapes are no constants: Dynamo then breaks the graph here, runs the probe on the real
+        # shapes and resumes, the launch still a node of the graph that follows)
+        index, returns, written = _plan(k.base, k.api, k.grid, tuple(launch.slot(a, True) for a in args),
+                                        tuple((n, launch.slot(kwargs[n], True)) for n in names))
     if written:  # the kernel writes these arguments (and returns nothing): declared written
         torch.ops.torchneuron.nki_launch_.default(index, [t for i, t in enumerate(tensors) if i not in written],
                                           [t for i, t in enumerate(tensors) if i in written])
