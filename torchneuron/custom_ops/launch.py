@@ -70,10 +70,6 @@ class Plan:
             out.append(next(w) if i in self.written else next(r))
         return out
 
-    def split(self, tensors: list[Any]) -> tuple[list[Any], list[Any]]:
-        return ([t for i, t in enumerate(tensors) if i not in self.written],
-                [t for i, t in enumerate(tensors) if i in self.written])
-
 
 _PLANS: dict[int, Plan] = {}  # launch id -> plan
 _BY_KEY: dict[Any, int] = {}   # (kernel object, api, grid, slots) -> launch id
