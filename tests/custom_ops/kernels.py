@@ -68,3 +68,28 @@ def copy_into(x, out):
     t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=x)
     nisa.dma_copy(dst=out, src=t)
+
+
+@nki.jit
+def copy_and_plus_one(x):
+    """Returns two outputs (a tuple): x and x + 1."""
+    same = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    plus = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=same, src=t)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+    nisa.dma_copy(dst=plus, src=t)
+    return same, plus
+
+
+@nki.jit
+def increment_and_return_copy(x):
+    """Writes its input and also returns a new output: not expressible as one graph node."""
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+    nisa.dma_copy(dst=x, src=t)
+    nisa.dma_copy(dst=out, src=t)
+    return out

@@ -110,3 +110,24 @@ def test_compiled_graph_on_trn_compiles_the_op_as_a_custom_call(fake_cc, monkeyp
                                                              "input:1:view([520, 8],[8, 1],0)"]
     assert json.dumps(doc)  # plain JSON all the way down
     torch._dynamo.reset()
+
+
+def test_a_bare_wrap_nki_launch_compiles_as_a_custom_call_too(fake_cc, monkeypatch, tmp_path):
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    monkeypatch.setattr(compiled_graph, "_compile_target", lambda: "trn2")
+    monkeypatch.setenv("TORCHNEURON_DEBUG_DIR", str(tmp_path / "dbg"))
+    k = torchneuron.wrap_nki(kernels.add_returning)
+    f = torch.compile(lambda a, b: k[1](a.exp(), b) * 2, backend="neuron", fullgraph=True)
+    with pytest.raises(Exception, match="loading a NEFF needs the nrt runtime"):
+        f(torch.randn(130, 8, device="neuron"), torch.randn(130, 8, device="neuron"))
+    (path,) = glob.glob(str(tmp_path / "dbg" / "**" / "nki0.stablehlo.mlir"), recursive=True)
+    with open(path) as f:
+        _, target, n_in, results, cfg = _parse(f.read())
+    assert target == '"AwsNeuronCustomNativeKernel"' and n_in == 2 and results == ["tensor<130x8xf32>"]
+    doc = neuron_sdk.decode_backend_config(cfg)
+    (launch,) = doc["launches"]
+    assert doc["op"] == "torchneuron::nki_launch" and launch["kernel"]["name"] == "add_returning"
+    assert launch["grid"] == [1] and [a["tensor"]["from"] for a in launch["args"]] == ["input:0", "input:1"]
+    torch._dynamo.reset()
