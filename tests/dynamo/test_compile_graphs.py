@@ -226,3 +226,20 @@ def test_dtype_views_unsigned_and_empty_outputs_keep_eagers_dtypes(executor, mon
     torch.testing.assert_close(got[0].cpu(), expected[0])
     assert torch.equal(got[1].cpu(), expected[1]) and torch.equal(got[3].cpu(), expected[3])
     assert got[2] == expected[2] and got[4] == expected[4]
+
+
+@pytest.mark.parametrize("fn", [torch.linalg.cholesky, torch.linalg.inv])
+def test_linalg_error_checks_run_on_the_host_after_one_lowered_program(fn):
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(4, 4, generator=g)
+    spd = a @ a.T + 4 * torch.eye(4)
+    compiled = torch.compile(lambda t: fn(t) * 2, backend="neuron")
+    assert_same(compiled(spd.to("neuron")), fn(spd) * 2, rtol=1e-4, atol=1e-5)
+    m = torch.neuron.get_dynamo_metrics()
+    assert m["lowered_pieces"] == 1 and m["eager_pieces"] == 0 and not m["fallback_ops"]
+    singular = torch.zeros(4, 4) if fn is torch.linalg.inv else -torch.eye(4)
+    with pytest.raises(torch.linalg.LinAlgError) as eager_error:
+        fn(singular)
+    with pytest.raises(torch.linalg.LinAlgError) as compiled_error:  # the same error as eager, from the host
+        compiled(singular.to("neuron"))
+    assert str(compiled_error.value) == str(eager_error.value)

@@ -42,16 +42,30 @@ class EagerReason:
     random: bool
     where: str
     collective: bool = False
+    host_check: bool = False
 
     @property
     def expected(self) -> bool:
-        """Eager by design (random draws, collectives through the process group), not for want of a lowering."""
-        return self.random or self.collective
+        """Eager by design (random draws, collectives through the process group, error checks of a program's
+        results), not for want of a lowering."""
+        return self.random or self.collective or self.host_check
 
 
 # Collectives (functional collectives in Dynamo graphs) run through the process group: on the simulator as
 # eager pieces; on a Trn host they would be Neuron collectives inside the compiled graph.
 _COLLECTIVE_NAMESPACES = ("_c10d_functional", "c10d", "c10d_functional")
+
+
+def is_host_check(node: fx.Node) -> bool:
+    """``torch.linalg``'s error check (``_linalg_check_errors`` on a factorisation's ``info``, kept in order by
+    ``with_effects``): no device raises an error from inside a program, so the program returns ``info`` and
+    the host checks it after the program has run, as a runtime on a Trn host would."""
+    if node.op != "call_function":
+        return False
+    if node.target is operator.getitem:
+        return is_host_check(node.args[0])
+    return (node.target is torch.ops.higher_order.with_effects and len(node.args) > 1
+            and node.args[1] is torch.ops.aten._linalg_check_errors.default)
 
 
 def op_name(node: fx.Node) -> str:
@@ -93,6 +107,11 @@ def classify(gm: fx.GraphModule, forced: dict[str, str]) -> tuple[dict[fx.Node, 
             kinds[node] = EAGER  # an NKI kernel: on the sim it runs on the NKI simulator between compiled pieces
             continue
         name = op_name(node)
+        if is_host_check(node):
+            kinds[node] = EAGER
+            reasons[node] = EagerReason("aten::_linalg_check_errors", "error check on the host after the program",
+                                        False, source_line(node), host_check=True)
+            continue
         if not isinstance(node.target, torch._ops.OpOverload):
             kinds[node] = EAGER
             reasons[node] = EagerReason(name, "not an ATen op", False, source_line(node))

@@ -74,3 +74,11 @@ def _slice_scatter(x, src, dim=0, start=None, end=None, step=1):
     if (start, end) == (lo, hi):
         return NotImplemented
     return aten.slice_scatter.default(x, src, dim, lo, hi, step)
+
+
+def _unfold(x, dimension, size, step):
+    """``unfold`` of a 0-d tensor (size 1: a 1-element window) is its 1-element view; torch-mlir's unfold
+    needs a dimension to slide over. Other unfolds are torch-mlir's own."""
+    if x.dim() != 0:
+        return NotImplemented
+    return aten.reshape.default(x, [1])
