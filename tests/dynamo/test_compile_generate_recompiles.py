@@ -54,8 +54,10 @@ def test_compiling_notice_is_one_line_once_per_process(monkeypatch):
         _generate_on_neuron_matches_cpu(model, new_tokens=3)
         torch._dynamo.reset()  # a second model compiled in the same process: no second notice
         _generate_on_neuron_matches_cpu(model.cpu(), new_tokens=3)
-    said = [str(w.message) for w in caught if w.category is notice.NeuronCompileNotice]
-    assert len(said) == 1 and "\n" not in said[0] and said[0].startswith("torch.compile(backend='neuron'): compiling")
+    said = [w for w in caught if w.category is notice.NeuronCompileNotice]
+    assert len(said) == 1 and str(said[0].message).startswith("torch.compile(backend='neuron'): compiling")
+    shown = warnings.formatwarning(said[0].message, said[0].category, said[0].filename, said[0].lineno)
+    assert len(shown.splitlines()) == 1, shown  # as Python prints it on stderr: no source line under it
 
 
 class _Counter:

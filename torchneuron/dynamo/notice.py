@@ -16,6 +16,7 @@ import torch.fx as fx
 
 MIN_OPS = 64
 _given = False
+_registry: dict = {}
 
 
 class NeuronCompileNotice(UserWarning):
@@ -30,7 +31,9 @@ def compiling(gm: fx.GraphModule) -> None:
     if n_ops < MIN_OPS:
         return
     _given = True
-    warnings.warn(
+    # warn_explicit at a location with no source line: Python's format then prints exactly one line
+    warnings.warn_explicit(
         f"torch.compile(backend='neuron'): compiling a graph of {n_ops} ops into static-shape Neuron programs; "
         "the first steps of a model take seconds (later ones, and later processes through "
-        "TORCHNEURON_CACHE_DIR, reuse them).", NeuronCompileNotice, stacklevel=2)
+        "TORCHNEURON_CACHE_DIR, reuse them).", NeuronCompileNotice, "torchneuron", 0,
+        module="torchneuron.dynamo.notice", registry=_registry)
