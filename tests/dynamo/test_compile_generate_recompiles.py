@@ -72,7 +72,8 @@ def _compiled_steps(step, values: int):
     outs = []
     with torch.compiler.config.patch(dynamic_sources=r"L\['c'\]\.n"):  # as hf_generate marks HF's cache length
         for _ in range(values):
-            outs.append(fn(x.to("neuron"), c).cpu())
+            out = fn(x.to("neuron"), c)
+            outs.append(tuple(o.cpu() for o in out) if isinstance(out, tuple) else out.cpu())
     return c, x, outs
 
 
@@ -87,13 +88,27 @@ def test_int_only_counted_builds_one_program():
     assert torch.neuron.get_dynamo_metrics()["graphs_compiled"] == 1
 
 
-def test_int_read_by_a_tensor_op_still_specialises():
+def test_int_read_as_a_value_is_a_runtime_input():
     def step(x, c):
         c.n += 1
-        return x * c.n  # the value is in the program: one program per value, each right
+        return x * c.n + (c.n - 2), x.to(torch.int32) + c.n  # operands only: the program takes a 0-d tensor
+
+    c, x, outs = _compiled_steps(step, 3)
+    assert c.n == 8
+    for k, (f, i) in enumerate(outs):
+        n = 6 + k
+        torch.testing.assert_close(f, x * n + (n - 2))
+        assert i.dtype == torch.int32 and torch.equal(i, x.to(torch.int32) + n)  # dtype as with a Python int
+    assert torch.neuron.get_dynamo_metrics()["graphs_compiled"] == 1
+
+
+def test_int_read_as_an_argument_still_specialises():
+    def step(x, c):
+        c.n += 1
+        return x.roll(c.n)  # a shift, not a value: one program per value, each right
 
     c, x, outs = _compiled_steps(step, 3)
     assert c.n == 8
     for k, o in enumerate(outs):
-        torch.testing.assert_close(o, x * (6 + k))
+        assert torch.equal(o, x.roll(6 + k))
     assert torch.neuron.get_dynamo_metrics()["graphs_compiled"] == 3

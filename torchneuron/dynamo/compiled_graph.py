@@ -93,6 +93,7 @@ class CompiledGraph:
 
     def _specialised(self, args: list):
         padded, unpad = self._bucketer.pad(list(args))
+        padded = self._host.to_program_args(padded)  # ints the program reads as values: 0-d tensors
         key = self._host.key(padded)
         program = self._programs.get(key)
         if program is None:
