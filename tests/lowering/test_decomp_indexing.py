@@ -73,6 +73,9 @@ def test_put_and_masked_index_put():
     mask = torch.tensor([True, False, True, True, False])
     check_op(aten.index_put.default, x, [mask], torch.randn(3, 5, generator=g), False)  # one row per True
     check_op(aten.index_put.default, x, [x > 0], torch.tensor(2.0), True)
+    # integer indices count from the end when negative (torch-mlir's scatter dropped them)
+    check_op(aten.index_put.default, x, [None, torch.tensor([-1, 1])], torch.randn(5, 2, generator=g), False)
+    check_op(aten.index_put.default, x, [torch.tensor([-2]), torch.tensor([-5])], torch.tensor(3.0), True)
 
 
 # ----------------------------------------------------------------------------------- search and move

@@ -15,7 +15,8 @@ import torch
 import torch.fx as fx
 
 from ..lowering import auto_cast
-from . import debug, metrics, options
+from . import debug, hf_generate, metrics, notice, options
+from .host_scalars import HostScalars
 from .program import Program
 
 _warned_dynamic = False
@@ -49,16 +50,18 @@ class CompiledGraph:
         out_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
         out_vals = [n.meta.get("val") if isinstance(n, fx.Node) else None for n in out_node.args[0]]
         self._bucketer = options.Bucketer(example_inputs, out_vals, enabled=kind == "inference")
-        if self._dynamic:
-            _warn_dynamic_once()
-        else:
+        self._host = HostScalars(gm, example_inputs) if self._dynamic else None
+        if not self._dynamic:
             self._static = self._build(gm)
+        elif not self._host.only_scalars(example_inputs):  # only host-only ints: one program, nothing to say
+            _warn_dynamic_once()
 
     def _build(self, gm: fx.GraphModule) -> Program:
         # Auto-cast (compile_options(auto_cast=...)): on the simulator, round the FP32 operands neuronx-cc would
         # cast, before partitioning, so every executor (XLA, ATen, Inductor) computes with the hardware's
         # operand values; on a Trn host neuronx-cc casts them itself (the setting is on its command line).
         gm = auto_cast.emulate(gm) if _compile_target() == "sim" else gm
+        notice.compiling(gm)
         dump = debug.graph_dumper(self.kind)
         dump("", "aot_graph.py", gm.code)
         t0 = time.perf_counter()
@@ -78,21 +81,25 @@ class CompiledGraph:
     def __call__(self, args: list) -> list:
         program = self._static
         if program is None:
+            host = self._host.outputs(args)  # before _specialised clears args
             program, args, unpad = self._specialised(args)
-            out = program.run(args)
-            return unpad(out)
+            out = unpad(program.run(args))
+            for j, v in host:
+                out[j] = v
+            return out
         out = program.run(args)
         args.clear()
         return out
 
     def _specialised(self, args: list):
         padded, unpad = self._bucketer.pad(list(args))
-        key = tuple(tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in padded)
+        padded = self._host.to_program_args(padded)  # ints the program reads as values: 0-d tensors
+        key = self._host.key(padded)
         program = self._programs.get(key)
         if program is None:
             from torch.fx.experimental.proxy_tensor import make_fx
 
-            concrete = make_fx(self.gm, tracing_mode="fake")(*padded)
+            concrete = make_fx(self._host.program_gm, tracing_mode="fake")(*padded)
             if self._programs:
                 metrics.add("recompiles")
             program = self._programs[key] = self._build(concrete)
@@ -109,3 +116,6 @@ def _warn_dynamic_once() -> None:
             "one program is compiled per distinct input shape (counted as recompiles in "
             "torch.neuron.get_dynamo_metrics()). To bound the number of programs, pad variable dimensions to a "
             "few sizes: torchneuron.compile_options(buckets={...}).", stacklevel=3)
+
+
+hf_generate.install()  # at import: torch.compile(backend="neuron") looks the backend up before tracing

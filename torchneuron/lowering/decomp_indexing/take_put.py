@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import torch
 
 aten = torch.ops.aten
@@ -29,10 +31,11 @@ def _index_put_mask(self, indices, values, accumulate=False):
     """index_put with one boolean mask (``x[mask] = v``, after any leading ``None``): a ``where`` over the
     masked positions. torch-mlir turns a mask into ``nonzero`` (a data-dependent shape). When ``v`` has one
     row per selected element, the element of rank r (row-major among the True positions) takes row r,
-    found with a cumsum of the mask. Integer-only indices go to torch-mlir's own lowering."""
+    found with a cumsum of the mask. Integer-only indices go to torch-mlir's own lowering, negative ones
+    wrapped first (``_index_put_int``)."""
     tensors = [i for i in indices if i is not None]
     if len(tensors) != 1 or tensors[0].dtype not in (torch.bool, torch.uint8):
-        return NotImplemented
+        return _index_put_int(self, indices, values, accumulate)
     p = next(k for k, i in enumerate(indices) if i is not None)
     mask = tensors[0].to(torch.bool)
     m = mask.dim()
@@ -50,3 +53,21 @@ def _index_put_mask(self, indices, values, accumulate=False):
     if accumulate:
         return torch.where(where, self + v, self)
     return torch.where(where, v, self)
+
+
+_lowering_int = threading.local()
+
+
+def _index_put_int(self, indices, values, accumulate=False):
+    """index_put with integer indices: negative ones count from the end of their dim (``k[:, :, tensor([-1])]
+    = v``, as Hugging Face's sliding-window cache writes). torch-mlir's scatter drops them as out of bounds.
+    The wrapped call comes back here once and goes to torch-mlir's lowering (the flag)."""
+    if getattr(_lowering_int, "active", False) or any(
+            i is not None and (i.dtype in (torch.bool, torch.uint8) or i.is_floating_point()) for i in indices):
+        return NotImplemented
+    wrapped = [None if i is None else torch.where(i < 0, i + self.shape[d], i) for d, i in enumerate(indices)]
+    _lowering_int.active = True
+    try:
+        return aten.index_put.default(self, wrapped, values, accumulate)
+    finally:
+        _lowering_int.active = False
