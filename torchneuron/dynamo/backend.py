@@ -25,9 +25,10 @@ def neuron_backend(gm: fx.GraphModule, example_inputs: list, **kwargs: Any):
     """The Dynamo backend. ``mode=`` and ``options=`` of torch.compile are not used (a warning says so once;
     see ``torchneuron.compile_options``); a graph on CPU tensors returns neuron tensors (``call_contract``)."""
     from torch._dynamo.backends.common import aot_autograd
-    from . import call_contract, debug, device_interface, metrics, partition_cache
+    from . import call_contract, debug, device_interface, metrics, notice, partition_cache
 
     call_contract.check_settings(kwargs)
+    notice.compiling(gm)  # before AOTAutograd's trace: the line comes as early as the graph is known
     device_interface.register()
     if metrics.graph_seen(gm.code):
         metrics.add("recompiles")

@@ -3,7 +3,7 @@
 Hugging Face ``generate`` compiles by itself on neuron devices, and a cold compile (Dynamo, AOTAutograd,
 lowering, the compiler) takes seconds before the first token, during which nothing else is printed. The
 notice is a ``NeuronCompileNotice`` warning (filterable), given once per process, when the first graph with
-at least ``MIN_OPS`` ATen ops starts building: a model's step, not a small function (those build in well
+at least ``MIN_OPS`` ops reaches the backend: a model's step, not a small function (those build in well
 under a second and stay quiet). Graph size stands in for "slow" because it is known before the build, so
 the line comes while the wait happens, deterministically.
 """
@@ -27,7 +27,8 @@ def compiling(gm: fx.GraphModule) -> None:
     global _given
     if _given:
         return
-    n_ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
+    # Dynamo's graph (the backend's entry, before AOTAutograd) calls functions, methods and modules
+    n_ops = sum(1 for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
     if n_ops < MIN_OPS:
         return
     _given = True
