@@ -1,7 +1,7 @@
 """AWS's public TorchNeuron examples that need no download, as a TorchNeuron user writes them from AWS's
 documented API and the examples' descriptions (tests/integration/aws_examples/, one script per example:
 gpt2-train-loop, llama, simple_moe, fused_attention, compile/{QUICKSTART, device_placement, dtype_handling,
-nki_integration}). Each runs unchanged in a fresh interpreter set up as an installed torchneuron is
+nki_integration, distributed}). Each runs unchanged in a fresh interpreter set up as an installed torchneuron is
 (``import torch_neuronx`` is its first line), prints one JSON line of what it observed, and is compared here
 with the CPU: the same script with ``--device cpu``, or the CPU references the script computes itself."""
 
@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import functools
 import json
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, run_python
+from tests.helpers import ROOT, python_env, run_python
 
 EXAMPLES = Path(__file__).with_name("aws_examples")
 SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py"))
@@ -38,6 +40,16 @@ def example(script: str, *args: str) -> dict:
     code = (f"import runpy, sys; sys.argv = [{script!r}, *{list(args)!r}]; "
             f"runpy.run_path({str(EXAMPLES / script)!r}, run_name='__main__')")
     proc = run_python(code, PYTHONPATH=_installed(), timeout=240)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def torchrun_example(script: str, nproc: int) -> dict:
+    """What ``torchrun --standalone --nproc-per-node <nproc> aws_examples/<script>`` printed (rank 0)."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+           str(EXAMPLES / script)]
+    env = python_env(PYTHONPATH=_installed(), OMP_NUM_THREADS="1", LOCAL_RANK=None, NEURON_RT_VISIBLE_CORES=None)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -162,3 +174,12 @@ def test_compile_nki_integration():
     assert got["eager_err"] < 1e-5 and got["compiled_err"] < 1e-5 and got["compiled_again_err"] < 1e-5
     # one forward and one backward graph, compiled once (the second call reuses them)
     assert got["dynamo_metrics"]["graphs_compiled"] == 2 and got["dynamo_metrics"]["recompiles"] == 0
+
+
+def test_compile_distributed_ddp_matches_full_batch_cpu():
+    got = torchrun_example("compile_distributed.py", 2)
+    assert got["world"] == 2 and got["devices"] == ["neuron:0", "neuron:1"]
+    # DDP's averaged gradients of two half batches are the whole batch's: the CPU's training, to rounding
+    assert close(got["losses"], got["cpu_losses"], 1e-5) and got["losses"][-1] < got["losses"][0]
+    assert got["param_err"] < 1e-5
+    assert abs(got["allreduce_norm"] - got["cpu_norm"]) < 1e-4 * got["cpu_norm"]
