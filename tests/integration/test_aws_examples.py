@@ -62,6 +62,11 @@ def test_examples_begin_with_import_torch_neuronx(script):
     assert (EXAMPLES / script).read_text().splitlines()[0].startswith("import torch_neuronx")
 
 
+def test_every_example_is_listed_in_the_docs():
+    doc = (ROOT / "docs" / "integrations.md").read_text()
+    assert [s for s in SCRIPTS if f"`{s}`" not in doc] == []
+
+
 # ---- gpt2-train-loop ----
 
 @pytest.mark.parametrize("mode", [(), ("--compile",)], ids=["eager", "compiled"])
