@@ -20,13 +20,16 @@ from tests.helpers import ROOT, python_env, run_python
 
 EXAMPLES = Path(__file__).with_name("aws_examples")
 SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py"))
+_TMP: tempfile.TemporaryDirectory | None = None
 
 
 @functools.cache
 def _installed() -> str:
     """A PYTHONPATH under which the interpreter starts as with torchneuron installed from its wheel: the
     ``torchneuron-neuronx.pth`` start-up hook in a site directory (added by a ``sitecustomize``)."""
-    root = Path(tempfile.mkdtemp(prefix="aws_examples_"))
+    global _TMP
+    _TMP = tempfile.TemporaryDirectory(prefix="aws_examples_")  # removed when the test session ends
+    root = Path(_TMP.name)
     (root / "site").mkdir()
     (root / "site" / "torchneuron-neuronx.pth").write_text((ROOT / "torchneuron" / "torchneuron-neuronx.pth")
                                                            .read_text())

@@ -1,14 +1,13 @@
 import torch_neuronx  # noqa: I001  (first, as AWS's examples begin)
 
-"""AWS's compile/device_placement example, as a TorchNeuron user writes it: where the inputs and results of a
-function compiled with torch.compile(backend="neuron") live. Neuron inputs give neuron results; CPU inputs
-are copied to the device (AWS documents this, with a warning) and the results come back on neuron; the
-user moves results to the CPU with .cpu().
-
-    python compile_device_placement.py
-
-Prints one JSON line: result devices, the warnings raised, and the errors against the CPU.
-"""
+# AWS's compile/device_placement example, as a TorchNeuron user writes it: where the inputs and results of a
+# function compiled with torch.compile(backend="neuron") live. Neuron inputs give neuron results; CPU inputs
+# are copied to the device (AWS documents this, with a warning) and the results come back on neuron; the
+# user moves results to the CPU with .cpu().
+#
+#     python compile_device_placement.py
+#
+# Prints one JSON line: result devices, the warnings raised, and the errors against the CPU.
 
 import json
 import warnings

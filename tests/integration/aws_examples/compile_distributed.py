@@ -1,14 +1,13 @@
 import torch_neuronx  # noqa: I001  (first, as AWS's examples begin)
 
-"""AWS's compile/distributed example, as a TorchNeuron user writes it: one process per NeuronCore
-(torchrun), dist.init_process_group("neuron"), a DDP model compiled with torch.compile(backend="neuron")
-and trained on each rank's share of the batch, and a compiled function with a functional all-reduce inside.
-Rank 0 checks the result against the same training on the whole batch in one CPU process.
-
-    torchrun --standalone --nproc-per-node 2 compile_distributed.py
-
-Rank 0 prints one JSON line: world size, devices, the losses and the CPU's, and the largest errors.
-"""
+# AWS's compile/distributed example, as a TorchNeuron user writes it: one process per NeuronCore
+# (torchrun), dist.init_process_group("neuron"), a DDP model compiled with torch.compile(backend="neuron")
+# and trained on each rank's share of the batch, and a compiled function with a functional all-reduce inside.
+# Rank 0 checks the result against the same training on the whole batch in one CPU process.
+#
+#     torchrun --standalone --nproc-per-node 2 compile_distributed.py
+#
+# Rank 0 prints one JSON line: world size, devices, the losses and the CPU's, and the largest errors.
 
 import copy
 import json

@@ -1,14 +1,13 @@
-import torch_neuronx  # noqa: I001  (first, as AWS's examples begin)
+import torch_neuronx  # noqa: F401,I001  (first, as AWS's examples begin: the neuron device and its API)
 
-"""AWS's compile/dtype_handling example, as a TorchNeuron user writes it: one function compiled with
-torch.compile(backend="neuron") and called with float32, bfloat16, float16 and integer inputs (each dtype is
-its own compiled graph), mixed-precision autocast, and float64 (computed in float32 on NeuronCores). Each
-result's dtype and value is checked against the same function eagerly on the CPU.
-
-    python compile_dtype_handling.py
-
-Prints one JSON line: per dtype, the result dtype on neuron and on the CPU, and the largest error.
-"""
+# AWS's compile/dtype_handling example, as a TorchNeuron user writes it: one function compiled with
+# torch.compile(backend="neuron") and called with float32, bfloat16, float16 and integer inputs (each dtype is
+# its own compiled graph), mixed-precision autocast, and float64 (computed in float32 on NeuronCores). Each
+# result's dtype and value is checked against the same function eagerly on the CPU.
+#
+#     python compile_dtype_handling.py
+#
+# Prints one JSON line: per dtype, the result dtype on neuron and on the CPU, and the largest error.
 
 import json
 

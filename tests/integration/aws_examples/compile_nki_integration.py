@@ -1,15 +1,14 @@
 import torch_neuronx  # noqa: I001  (first, as AWS's examples begin)
 
-"""AWS's compile/nki_integration example, as a TorchNeuron user writes it: an NKI kernel (RMS normalisation,
-written against the Neuron SDK's ``neuronxcc.nki`` API) wrapped with torch_neuronx.wrap_nki, registered with
-torch_neuronx.nki_op, used inside a model compiled with torch.compile(backend="neuron",
-fullgraph=True) next to ordinary PyTorch ops, and trained through the op's registered backward. The
-results are checked against the same model in plain PyTorch on the CPU.
-
-    python compile_nki_integration.py
-
-Prints one JSON line: errors of the eager and compiled outputs and gradients, and the compile metrics.
-"""
+# AWS's compile/nki_integration example, as a TorchNeuron user writes it: an NKI kernel (RMS normalisation,
+# written against the Neuron SDK's ``neuronxcc.nki`` API) wrapped with torch_neuronx.wrap_nki, registered with
+# torch_neuronx.nki_op, used inside a model compiled with torch.compile(backend="neuron",
+# fullgraph=True) next to ordinary PyTorch ops, and trained through the op's registered backward. The
+# results are checked against the same model in plain PyTorch on the CPU.
+#
+#     python compile_nki_integration.py
+#
+# Prints one JSON line: errors of the eager and compiled outputs and gradients, and the compile metrics.
 
 import json
 

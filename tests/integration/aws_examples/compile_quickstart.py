@@ -1,13 +1,12 @@
 import torch_neuronx  # noqa: I001  (first, as AWS's examples begin)
 
-"""AWS's compile/QUICKSTART example, as a TorchNeuron user writes it: a model moved to device='neuron' and
-compiled with torch.compile(model, backend="neuron"), used for inference and for training steps, checked
-against the same model run eagerly on the CPU.
-
-    python compile_quickstart.py
-
-Prints one JSON line: the errors against the CPU, the losses, and torch_neuronx.get_dynamo_metrics().
-"""
+# AWS's compile/QUICKSTART example, as a TorchNeuron user writes it: a model moved to device='neuron' and
+# compiled with torch.compile(model, backend="neuron"), used for inference and for training steps, checked
+# against the same model run eagerly on the CPU.
+#
+#     python compile_quickstart.py
+#
+# Prints one JSON line: the errors against the CPU, the losses, and torch_neuronx.get_dynamo_metrics().
 
 import copy
 import json

@@ -1,15 +1,14 @@
 import torch_neuronx  # noqa: I001  (first, as AWS's examples begin)
 
-"""AWS's fused_attention example, as a TorchNeuron user writes it: scaled dot-product attention on
-device='neuron' (PyTorch's SDPA, the device's fused attention selected with SDPBackend.OVERRIDEABLE, and
-nn.MultiheadAttention), and an attention kernel written in NKI, registered as a PyTorch op with
-torch_neuronx.nki_op / wrap_nki (with a backward, so it trains), called eagerly and inside
-torch.compile(backend="neuron"). Every result is checked against PyTorch's SDPA on the CPU.
-
-    python fused_attention.py
-
-Prints one JSON line: the largest absolute error of each path (outputs and gradients).
-"""
+# AWS's fused_attention example, as a TorchNeuron user writes it: scaled dot-product attention on
+# device='neuron' (PyTorch's SDPA, the device's fused attention selected with SDPBackend.OVERRIDEABLE, and
+# nn.MultiheadAttention), and an attention kernel written in NKI, registered as a PyTorch op with
+# torch_neuronx.nki_op / wrap_nki (with a backward, so it trains), called eagerly and inside
+# torch.compile(backend="neuron"). Every result is checked against PyTorch's SDPA on the CPU.
+#
+#     python fused_attention.py
+#
+# Prints one JSON line: the largest absolute error of each path (outputs and gradients).
 
 import json
 import math

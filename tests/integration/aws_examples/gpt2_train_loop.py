@@ -1,12 +1,11 @@
 import torch_neuronx  # noqa: I001  (first, as AWS's examples begin)
 
-"""AWS's gpt2-train-loop example, as a TorchNeuron user writes it: a small GPT-2 in plain PyTorch, trained
-with AdamW on device='neuron' for a few steps, eagerly or under torch.compile(backend="neuron").
-
-    python gpt2_train_loop.py [--device neuron|cpu] [--compile] [--steps N]
-
-Prints one JSON line: the loss per step and the final parameters' checksum (tests compare it with --device cpu).
-"""
+# AWS's gpt2-train-loop example, as a TorchNeuron user writes it: a small GPT-2 in plain PyTorch, trained
+# with AdamW on device='neuron' for a few steps, eagerly or under torch.compile(backend="neuron").
+#
+#     python gpt2_train_loop.py [--device neuron|cpu] [--compile] [--steps N]
+#
+# Prints one JSON line: the loss per step and the final parameters' checksum (tests compare it with --device cpu).
 
 import argparse
 import json

@@ -1,13 +1,12 @@
 import torch_neuronx  # noqa: I001  (first, as AWS's examples begin)
 
-"""AWS's llama example, as a TorchNeuron user writes it: a Llama causal LM (a tiny Hugging Face LlamaConfig,
-random weights, nothing downloaded) moved to device='neuron', one forward pass and greedy generate(), eagerly
-or with the model compiled by torch.compile(backend="neuron").
-
-    python llama.py [--device neuron|cpu] [--compile] [--dtype float32|bfloat16]
-
-Prints one JSON line: the logits' summary, the last position's logits, and the generated tokens.
-"""
+# AWS's llama example, as a TorchNeuron user writes it: a Llama causal LM (a tiny Hugging Face LlamaConfig,
+# random weights, nothing downloaded) moved to device='neuron', one forward pass and greedy generate(), eagerly
+# or with the model compiled by torch.compile(backend="neuron").
+#
+#     python llama.py [--device neuron|cpu] [--compile] [--dtype float32|bfloat16]
+#
+# Prints one JSON line: the logits' summary, the last position's logits, and the generated tokens.
 
 import argparse
 import json

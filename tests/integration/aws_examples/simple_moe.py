@@ -1,15 +1,14 @@
 import torch_neuronx  # noqa: I001  (first, as AWS's examples begin)
 
-"""AWS's simple_moe example, as a TorchNeuron user writes it: a mixture-of-experts layer (a linear router,
-top-2 routing, SwiGLU-free two-matmul experts) whose experts run as grouped matmuls, ``torch._grouped_mm``
-(the MoE op AWS documents as supported), or as a per-expert loop; forward and backward on device='neuron',
-eagerly or under torch.compile(backend="neuron").
-
-    python simple_moe.py [--device neuron|cpu] [--compile]
-
-Prints one JSON line: loss and gradient checksums of both variants, their largest difference, and the
-warnings the run raised.
-"""
+# AWS's simple_moe example, as a TorchNeuron user writes it: a mixture-of-experts layer (a linear router,
+# top-2 routing, experts of two matmuls with a GELU between) whose experts run as grouped matmuls, ``torch._grouped_mm``
+# (the MoE op AWS documents as supported), or as a per-expert loop; forward and backward on device='neuron',
+# eagerly or under torch.compile(backend="neuron").
+#
+#     python simple_moe.py [--device neuron|cpu] [--compile]
+#
+# Prints one JSON line: loss and gradient checksums of both variants, their largest difference, and the
+# warnings the run raised.
 
 import argparse
 import json
