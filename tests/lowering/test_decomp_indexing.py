@@ -5,9 +5,11 @@ on inputs chosen to hit the hard cases (duplicate scatter indices, ties, NaN, in
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers import assert_opinfo_lowers
-from tests.lowering.decomp_check import check_op, lowered_op
+from tests.lowering.decomp_check import check_fn, check_op, lowered_op
 
 aten = torch.ops.aten
 nan = float("nan")
@@ -164,3 +166,16 @@ def test_hash_tensor_bits():
                                   "isin", "mode", "masked.median", "histogram", "_segment_reduce.offsets"])
 def test_opinfo(name):
     assert_opinfo_lowers(name)
+
+
+@settings(max_examples=25, deadline=None)
+@given(shape=st.lists(st.integers(1, 7), min_size=0, max_size=3), data=st.data())
+def test_unfold_windows_as_one_gather(shape, data):
+    x = torch.randn(shape, generator=_gen(7))
+    if x.dim() == 0:
+        dim, size, step = 0, 1, data.draw(st.integers(1, 3))
+    else:
+        dim = data.draw(st.integers(-x.dim(), x.dim() - 1))
+        size = data.draw(st.integers(1, x.shape[dim]))
+        step = data.draw(st.integers(1, 4))
+    check_fn(lambda t: t.unfold(dim, size, step) * 2, x)
