@@ -11,7 +11,7 @@ import torch
 from .allocation import (_new_uninitialized_strided, _prims_uninitialized_strided, _uninitialized, _uninitialized_like,
                          _uninitialized_permuted, _uninitialized_strided)
 from .prims import _BINARY, _UNARY, _prims_table
-from .views import _copy_ops, _slice, _slice_scatter, _unfold, _view_any_strides
+from .views import _copy_ops, _slice, _slice_scatter, _view_any_strides
 from .zero_d import wrap_zero_d
 
 aten = torch.ops.aten
@@ -33,7 +33,6 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.empty_permuted.default: _uninitialized_permuted,
         aten.slice.Tensor: _slice,
         aten.slice_scatter.default: _slice_scatter,
-        aten.unfold.default: _unfold,
     }
     t.update(_copy_ops())
     return t

@@ -75,18 +75,3 @@ def _slice_scatter(x, src, dim=0, start=None, end=None, step=1):
         return NotImplemented
     return aten.slice_scatter.default(x, src, dim, lo, hi, step)
 
-
-def _unfold(x, dimension, size, step):
-    """``unfold``: sliding windows as one gather (window starts times ``step`` plus offsets), reshaped to
-    ``[..., n_windows, ..., size]``; torch-mlir lowers only some unfolds. A 0-d tensor's window is its
-    1-element view."""
-    if x.dim() == 0:
-        return aten.reshape.default(x, [1])
-    dim = dimension % x.dim()
-    n = (x.shape[dim] - size) // step + 1
-    starts = aten.mul.Tensor(aten.arange.default(n, dtype=torch.int64, device=x.device), step)
-    offsets = aten.arange.default(size, dtype=torch.int64, device=x.device)
-    index = aten.add.Tensor(aten.unsqueeze.default(starts, 1), aten.unsqueeze.default(offsets, 0))
-    windows = aten.index_select.default(x, dim, aten.reshape.default(index, [n * size]))
-    shape = [*x.shape[:dim], n, size, *x.shape[dim + 1:]]
-    return aten.movedim.int(aten.reshape.default(windows, shape), dim + 1, -1)
