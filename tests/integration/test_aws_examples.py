@@ -96,9 +96,6 @@ def test_llama_forward_and_generate_match_cpu(args):
         assert close(g, c, tol)
 
 
-@pytest.mark.xfail(strict=True, reason="aten::bitwise_or.Tensor (generate()'s stopping criteria) is not in the "
-                   "coverage table (only bitwise_or_.Tensor is; the OpInfo sweep runs float dtypes, which bitwise "
-                   "ops refuse), so get_fallback_ops() lists it")
 def test_llama_generate_reports_no_fallback_ops():
     assert example("llama.py")["fallback_ops"] == []
 
@@ -117,15 +114,11 @@ def test_simple_moe_grouped_mm_forward_backward_match_cpu(mode):
     assert got["max_diff_grouped_vs_loop"] < 1e-2
 
 
-@pytest.mark.xfail(strict=True, reason="aten::_grouped_mm has no StableHLO lowering: a compiled MoE graph is "
-                   "split around it (CompileFallbackWarning); AWS documents it as a native MoE op")
 def test_simple_moe_compiles_grouped_mm_in_graph():
     warnings = example("simple_moe.py", "--compile")["warnings"]
     assert not [w for w in warnings if "CompileFallbackWarning" in w], warnings
 
 
-@pytest.mark.xfail(strict=True, reason="aten::_index_put_impl_ (what index_put_ and x[idx] backward run) is not "
-                   "in the coverage table, so get_fallback_ops() lists it though index_put lowers")
 def test_simple_moe_reports_no_fallback_ops():
     assert example("simple_moe.py")["fallback_ops"] == []
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tests.helpers import assert_opinfo_lowers
-from tests.lowering.decomp_check import check_op
+from tests.lowering.decomp_check import check_fn, check_op
 
 aten = torch.ops.aten
 
@@ -192,3 +192,19 @@ def test_linear_cross_entropy_chunked_none():
                                   "nn.functional.pad.reflect", "nn.functional.adaptive_avg_pool1d"])
 def test_opinfo_float32(name):
     assert_opinfo_lowers(name, max_samples=3)
+
+
+@pytest.mark.parametrize("layout", ["2d_3d", "3d_2d", "2d_2d", "3d_3d"])
+def test_grouped_mm_every_layout(layout):
+    g = torch.Generator().manual_seed(0)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g).to(torch.bfloat16)
+
+    offs = torch.tensor([8, 16, 32], dtype=torch.int32)
+    a, b = {"2d_3d": (r(32, 16), r(3, 16, 8)), "3d_2d": (r(3, 8, 16), r(16, 32)), "2d_2d": (r(8, 32), r(32, 16)),
+            "3d_3d": (r(2, 8, 16), r(2, 16, 8))}[layout]
+    if layout == "3d_3d":
+        check_fn(lambda x, y: torch._grouped_mm(x, y), a, b)
+    else:
+        check_fn(lambda x, y: torch._grouped_mm(x, y, offs), a, b)

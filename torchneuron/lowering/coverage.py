@@ -57,6 +57,24 @@ def _functional_sibling(ov):
     return None
 
 
+# overloads the sweep cannot reach by name that run as another one: index_put_ (and x[idx] = v, and the
+# backward of x[idx]) dispatches to _index_put_impl_, lowered as index_put
+_RUNS_AS = {"aten::_index_put_impl_": "aten::index_put"}
+
+
+def _in_place_sibling(ov):
+    """``bitwise_or.Tensor`` → ``bitwise_or_.Tensor``: an in-place op lowers as its functional form, so a
+    lowered in-place sibling vouches for the functional one (the sweep reaches some ops only in place, e.g.
+    bitwise ops, which its float samples refuse)."""
+    import torch
+
+    name = ov._overloadpacket.__name__
+    if name.endswith("_"):
+        return None
+    packet = getattr(torch.ops.aten, name + "_", None)
+    return getattr(packet, ov._overloadname) if packet is not None and hasattr(packet, ov._overloadname) else None
+
+
 @functools.cache
 def _derived_status(op: str) -> str | None:
     """Status of an overload the sweep did not run, from the program strict mode would actually build for
@@ -65,7 +83,7 @@ def _derived_status(op: str) -> str | None:
     ov = _overload(op)
     if ov is None:
         return None
-    candidates = []
+    candidates = [c for c in (_overload(_RUNS_AS.get(op, "")), _in_place_sibling(ov)) if c is not None]
     functional = _functional_sibling(ov)
     for base in (ov, functional):
         if base is None:

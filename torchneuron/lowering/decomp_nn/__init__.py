@@ -19,6 +19,7 @@ from .conv_transpose import _convolution
 from .distances import _cdist, _pdist
 from .embedding import _embedding_bag, _embedding_renorm
 from .grid_sample import _grid_sampler
+from .grouped_mm import _grouped_mm
 from .losses import _linear_cross_entropy_ops
 from .padding import _pad_nd
 from .pooling import _adaptive_avg_pool, _adaptive_max_pool3d, _avg_pool3d, _fractional_max_pool, _max_pool3d
@@ -52,7 +53,8 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.convolution.default: _convolution,
         aten.im2col.default: _im2col,
         aten.unfold_copy.default: _unfold_copy,
-        aten.unfold.default: _unfold_copy,  # a value-semantic IR has no views: torch-mlir lowers only some unfolds
+        aten.unfold.default: _unfold_copy,
+        aten._grouped_mm.default: _grouped_mm,  # a value-semantic IR has no views: torch-mlir lowers only some unfolds
         aten._pdist_forward.default: _pdist,
         aten._trilinear.default: _trilinear,
         aten.fractional_max_pool2d.default: _fractional_max_pool(2),
