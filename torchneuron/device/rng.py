@@ -8,44 +8,15 @@ inside a compiled function is a graph break that runs here, eagerly, as torch.cu
 
 from __future__ import annotations
 
-import functools
-import sys
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import torch
 
 from torchneuron import _C
+from torchneuron._dynamo_opaque import opaque_to_dynamo as _opaque_to_dynamo
 from torchneuron.device._device import _index, current_device, device_count
 from torchneuron.device._lazy import _lazy_call, _lazy_init
 
-
-def _opaque_to_dynamo(fn: Callable) -> Callable:
-    """What ``torch._disable_dynamo`` gives, without importing Dynamo (1.4 s) at the first ``torch.manual_seed``
-    of every program: a traced caller graph-breaks at the call (``_torchdynamo_disable``), Dynamo never traces
-    the wrapper as a frame of its own (its code is marked skipped, as ``torch._dynamo.skip_code`` does, through
-    the C API that is loaded with torch), and once Dynamo is loaded ``fn`` runs with Dynamo disabled, so
-    nothing it calls is traced either."""
-    disabled: list[Callable] = []
-
-    @functools.wraps(fn)
-    def inner(*args: Any, **kwargs: Any) -> Any:
-        if "torch._dynamo" not in sys.modules:  # nothing can be tracing
-            return fn(*args, **kwargs)
-        if not disabled:
-            from torch._dynamo import disable
-
-            disabled.append(disable(fn))
-        return disabled[0](*args, **kwargs)
-
-    inner._torchdynamo_disable = True  # type: ignore[attr-defined]
-    _skip_frames_of(inner.__code__)
-    return inner
-
-
-def _skip_frames_of(code: Any) -> None:
-    frames = torch._C._dynamo.eval_frame
-    frames.set_code_exec_strategy(code, frames._FrameExecStrategy(frames._FrameAction.SKIP,
-                                                                  frames._FrameAction.DEFAULT))
 
 
 @_opaque_to_dynamo

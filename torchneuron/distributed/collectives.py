@@ -16,6 +16,7 @@ import torch
 import torch.distributed as dist
 
 from torchneuron import _C
+from torchneuron._dynamo_opaque import opaque_methods
 
 from . import reduce_ops
 from .transport import Transport
@@ -36,6 +37,7 @@ def _timeout(opts) -> timedelta | None:
     return None if t < timedelta(0) else t
 
 
+@opaque_methods  # DDP calls them from inside compiled regions: never traced
 class NeuronCollectives:
     def __init__(self, rank: int, size: int, transport: Transport, group_name: str, timeout: timedelta) -> None:
         self.rank, self.size, self.transport = rank, size, transport
