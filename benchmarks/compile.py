@@ -437,8 +437,8 @@ def generate() -> dict:
     return out
 
 
-PARTS = {"first_steps": first_steps, "generate": generate, "per_call_floor": per_call_floor, "outside_programs": outside_programs,
-         "paired_aten_vs_eager_neuron": paired, "per_model": per_model}
+PARTS = {"first_steps": first_steps, "generate": generate, "per_call_floor": per_call_floor,
+         "outside_programs": outside_programs, "paired_aten_vs_eager_neuron": paired, "per_model": per_model}
 
 
 def main() -> None:
