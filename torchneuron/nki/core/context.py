@@ -53,7 +53,7 @@ class KernelRun:
 
     def __post_init__(self) -> None:
         # a repeat keeps no live ranges (every use of `memory` is behind `accounting`)
-        self.memory = OnChipMemory(self.target, spill_sbuf=self.api == "legacy") \
+        self.memory = OnChipMemory(self.target, compiler_allocates=self.api == "legacy") \
             if self.accounting else None  # type: ignore[assignment]
 
     def _operands(self, tensors: Iterable[Any], tick: int) -> list[Storage]:

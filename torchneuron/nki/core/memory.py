@@ -125,9 +125,11 @@ class OnChipMemory:
     tick: int = 0
     intervals: list[Interval] = field(default_factory=list)
     peak: dict[str, int] = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
-    # SBUF overflow: spill to HBM (legacy neuronxcc kernels: the Mamba tutorial profiles its spill/reload
-    # traffic) or refuse (current-API kernels: no public evidence that the NKI compiler spills them)
-    spill_sbuf: bool = False
+    # Legacy (neuronxcc) kernels: the compiler places every instruction's result, so a result may take the
+    # room of an operand read for the last time, and SBUF that overflows is spilled to HBM (the Mamba
+    # tutorial profiles that traffic). Current-API kernels allocate each `dst` themselves, and overflow is
+    # refused (no public evidence that the NKI compiler spills them).
+    compiler_allocates: bool = False
     spilled: list[Interval] = field(default_factory=list)  # PSUM live ranges moved to SBUF by finish()
     sbuf_spills: list[int] = field(default_factory=list)  # bytes per partition of each SBUF spill + reload
 
@@ -163,7 +165,7 @@ class OnChipMemory:
         compiler does (the attention tutorial's v3/v9 keep more PSUM tiles live than the 8 banks hold):
         each tile that does not fit lives in SBUF instead (counted there) and is returned, so the launch
         charges its spill and fill copies. SBUF that overflows is spilled to HBM (the Mamba tutorial's v2 at
-        seq_len 8192; legacy kernels only, `spill_sbuf`): `sbuf_spills` lists the bytes per partition of each
+        seq_len 8192; legacy kernels only, `compiler_allocates`): `sbuf_spills` lists the bytes per partition of each
         spill-and-reload round trip, which the launch charges as DMA traffic. Refused: a single tile larger
         than its whole buffer, and SBUF overflow in current-API kernels."""
         spilled: list[Interval] = []
@@ -206,10 +208,11 @@ class OnChipMemory:
         for iv in self.intervals:
             if iv.kind == "sbuf" and iv.first >= 0:
                 heap.append((iv.first, 1, n, iv))
-                # an instruction may write its result over an operand it reads for the last time (engines
-                # stream element by element), so a range read last by instruction t ends before t's results
-                # start; one only ever written still needs its room at that instruction
-                heap.append((iv.last if iv.last > iv.first else iv.last + 1, 0, n + 1, iv))
+                # under the compiler's allocation a result may take the room of an operand read for the last
+                # time (engines stream element by element): a range read last by instruction t ends before
+                # t's results start; one only ever written still needs its room at that instruction
+                reuse = self.compiler_allocates and iv.last > iv.first
+                heap.append((iv.last if reuse else iv.last + 1, 0, n + 1, iv))
                 n += 2
         heapq.heapify(heap)
         used = peak = 0
@@ -227,7 +230,7 @@ class OnChipMemory:
                 continue
             if iv.nbytes > limit:
                 raise self._overflow("sbuf", iv, used, limit, live)
-            if used + iv.nbytes > limit and not self.spill_sbuf:
+            if used + iv.nbytes > limit and not self.compiler_allocates:
                 raise self._overflow("sbuf", iv, used, limit, live)
             while used + iv.nbytes > limit:
                 victim, back = None, -1
