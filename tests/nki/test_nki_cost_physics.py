@@ -193,3 +193,25 @@ def test_layernorm_tutorial_estimates_and_order() -> None:
         ms[name] = done.report.latency_ns / 1e6
         assert 0.7 <= ms[name] / ln_tutorial.PUBLISHED_MS[name] <= 1.25, (name, ms[name])
     assert ms["v2"] < ms["v1"]
+
+
+def test_only_the_most_recent_gaps_can_be_filled() -> None:
+    """Each store's data is ready 1 us after the previous store ends, leaving a 1 us gap per store; a later
+    short load ready at 0 fills the oldest gap still in reach (DMA_REORDER_GAPS back), not the idle time
+    before the first store."""
+    model = cost.CostModel(TRN1)
+    short = _transfer_ns(512)
+    ns = _transfer_ns(4096)
+    gaps = cost.DMA_REORDER_GAPS + 4
+    for i in range(gaps):
+        a = _storage(100 + i)
+        model.compute("vector", 1, writes=(a,))
+        model.ready[a.uid] = (i + 1) * (ns + 1_000)  # store i's data: ready 1 us after store i-1 ends
+        model.dma(128 * 4096, 128, reads=(a,), writes=(_storage(200 + i),))
+    c = _storage(1)
+    model.dma(128 * 512, 128, writes=(c,))
+    # store i runs from (i + 1) * (ns + 1 us); the gap after store k is in reach for k >= gaps - 1 - GAPS
+    k = gaps - 1 - cost.DMA_REORDER_GAPS
+    gap_start = (k + 1) * (ns + 1_000) + ns
+    assert short < 1_000
+    assert model.ready[c.uid] == pytest.approx(gap_start + short + cost.DMA_LATENCY_NS)

@@ -32,6 +32,10 @@ DMA_LATENCY_NS = 1300.0     # DMA cross-engine latency
 # 17 B/ns that is the time of 1190 bytes: 256 B runs reach 18 % of a queue's bandwidth, 2 KiB 63 %, 4 KiB
 # 77 %, 16 KiB 93 %.
 DMA_DESCRIPTOR_NS = 70.0
+# A transfer may fill one of this many most recent idle gaps of a queue (`CostModel.dma`); older gaps count as
+# busy. It bounds the look-back (and the search: a kernel leaves a gap per waiting store); the published
+# tutorials' estimates are the same for 8 and for 64.
+DMA_REORDER_GAPS = 16
 
 
 @dataclass
@@ -152,13 +156,16 @@ class CostModel:
         lanes = min(n, chunks)
         ns = (chunks * DMA_DESCRIPTOR_NS + nbytes / self.target.dma_bytes_per_ns_per_engine) / lanes
         t = max(self._deps(reads), after)
-        if lanes == n:
+        if lanes == n and t >= max(free):  # after everything queued so far: no gap to look at
+            start = t
+            queues: Any = range(n)
+        elif lanes == n:
             while True:  # the earliest start that every queue can take
                 start = max(self._fit(q, t, ns) for q in range(n))
                 if start == t:
                     break
                 t = start
-            queues: Any = range(n)
+            queues = range(n)
         else:
             while True:
                 fits = sorted((self._fit(q, t, ns), q) for q in range(n))[:lanes]
@@ -181,7 +188,11 @@ class CostModel:
         return _fit(self.dma_starts[q], self.dma_ends[q], t, ns)
 
     def _occupy(self, q: int, start: float, end: float) -> None:
-        _occupy(self.dma_starts[q], self.dma_ends[q], start, end)
+        starts, ends = self.dma_starts[q], self.dma_ends[q]
+        _occupy(starts, ends, start, end)
+        if len(ends) > DMA_REORDER_GAPS + 1:  # the oldest gap is out of reach: all before it counts as busy
+            del starts[1], ends[0]
+            starts[0] = 0.0
 
     def spill(self, bytes_per_partition: int, partitions: int) -> None:
         """An SBUF tile spilled to HBM and reloaded (the compiler's qSyncSpillReload traffic): both transfers
