@@ -183,6 +183,11 @@ def test_mamba_tutorial_within_25_percent_of_published(name) -> None:
     assert (done.report.sbuf_spill_bytes_per_partition > 0) == (name == "v2_8k")
 
 
+# Known gap: AWS's LayerNorm v2 runs at about compute plus one input load per row tile; the model overlaps the
+# loads fully and lands at 0.74 (docs/nki.md, Calibration). Its band is 0.70 until that is understood.
+LAYERNORM_BAND = {"v1": (0.75, 1.25), "v2": (0.70, 1.25)}
+
+
 @pytest.mark.slow
 def test_layernorm_tutorial_estimates_and_order() -> None:
     """AWS measured 2311 / 1969 us at [4096, 8192] fp32: v2 is faster; the values equal NumPy's."""
@@ -191,7 +196,8 @@ def test_layernorm_tutorial_estimates_and_order() -> None:
         done, inputs = ln_tutorial.estimate(name)
         np.testing.assert_allclose(done.results, ln_tutorial.reference(*inputs), rtol=1e-3, atol=1e-3)
         ms[name] = done.report.latency_ns / 1e6
-        assert 0.7 <= ms[name] / ln_tutorial.PUBLISHED_MS[name] <= 1.25, (name, ms[name])
+        low, high = LAYERNORM_BAND[name]
+        assert low <= ms[name] / ln_tutorial.PUBLISHED_MS[name] <= high, (name, ms[name])
     assert ms["v2"] < ms["v1"]
 
 
