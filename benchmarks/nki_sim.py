@@ -13,7 +13,8 @@ Cases (`--cases`, default all):
   row log-sum-exp) at the same shape, against NumPy's dense backward (target: <= 10 s).
 * `published`: AWS's four matmul tutorial versions (legacy API, torchneuron.nki.calibration) at the published
   shape on trn1: estimate against AWS's measured latency per version, and the wall time of all four (the
-  legacy tutorial script's work; target <= 60 s).
+  legacy tutorial script's work; target <= 60 s); then the fused Mamba tutorial (calibration.mamba; the
+  seq_len 8192 rows with `--mamba-8k`) and the LayerNorm tutorial (calibration.layernorm) the same way.
 * `small_tiles`: microseconds per instruction on [128, 64] fp32 tiles (fixed per-instruction cost).
 * `legacy_vs_current`: one matmul (loads hoisted out of the contraction loop, AWS tutorial step 2) written
   three ways at `--legacy-size`^3 bf16: the legacy API with `nl.mgrid` affine indexing (the published legacy
@@ -47,10 +48,11 @@ os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
 from nki_ops import attention, matmul  # noqa: E402
 from torchneuron import nki  # noqa: E402
 from torchneuron.nki import calibration, cost  # noqa: E402
+from torchneuron.nki.calibration import layernorm as ln_tutorial  # noqa: E402
+from torchneuron.nki.calibration import mamba as mamba_tutorial  # noqa: E402
 from torchneuron.nki import isa as nisa  # noqa: E402
 from torchneuron.nki import language as nl  # noqa: E402
 from torchneuron.nki import legacy as lnki  # noqa: E402
-from torchneuron.nki.legacy import isa as lnisa  # noqa: E402
 from torchneuron.nki.legacy import language as lnl  # noqa: E402
 from torchneuron.nki.hardware import target_named  # noqa: E402
 from torchneuron.nki.runner import launch  # noqa: E402
@@ -180,95 +182,6 @@ def case_flash_attention_bwd(args: argparse.Namespace, rng: np.random.Generator)
     }
 
 
-# AWS's fused Mamba tutorial (legacy API era, trn1), as the tutorial describes each step; written here for the
-# simulator (tutorial text: "mamba_v1" 172.93 us at [1, 512, 256, 16], 2.34 ms with 4096 channels; "mamba_v2"
-# (channel loop outside the state loop, delta/u loaded once per channel tile) 1.61 ms; v2 at seq_len 8192
-# 53.33 ms (SBUF spills); "mamba_v3" (seq_len tiled by 512, scan carried) 27.8 ms)
-MAMBA_PUBLISHED_MS = {"v1_256ch": 0.17293, "v1_4096ch": 2.34, "v2_4096ch": 1.61, "v2_8k": 53.33, "v3_8k": 27.8}
-
-
-def _mamba_step(delta_i, u_i, a_col, b_row, c_row, seq, initial):
-    """Steps 1-5 for one 128-channel tile and one state: exp(delta * A), delta * u * B, the scan, times C."""
-    delta_a = lnisa.activation(op=lnl.exp, data=delta_i, scale=a_col)
-    delta_u = lnisa.tensor_tensor(delta_i, u_i, op=lnl.multiply)
-    delta_bu = lnisa.tensor_tensor(delta_u, b_row.broadcast_to((128, seq)), op=lnl.multiply)
-    scan = lnisa.tensor_tensor_scan(delta_a, delta_bu, initial=initial, op0=np.multiply, op1=np.add)
-    return scan, lnisa.tensor_tensor(scan, c_row.broadcast_to((128, seq)), op=lnl.multiply)
-
-
-@lnki.jit
-def _mamba_v1(delta, u, a, b, c):
-    batch, channels, seq = delta.shape
-    states = a.shape[1]
-    out = lnl.ndarray(delta.shape, delta.dtype, buffer=lnl.shared_hbm)
-    tiles = channels // 128
-    for ib in lnl.affine_range(batch):
-        acc = lnl.zeros((tiles, lnl.par_dim(128), seq), lnl.float32, buffer=lnl.sbuf)
-        for s in lnl.affine_range(states):
-            for t in lnl.affine_range(tiles):
-                rows = slice(t * 128, (t + 1) * 128)
-                _, scan_c = _mamba_step(lnl.load(delta[ib, rows, :]), lnl.load(u[ib, rows, :]),
-                                        lnl.load(a[rows, s:s + 1]), lnl.load(b[ib, s:s + 1, :]),
-                                        lnl.load(c[ib, s:s + 1, :]), seq, 0)
-                acc[t] += scan_c
-        for t in lnl.affine_range(tiles):
-            lnl.store(out[ib, t * 128:(t + 1) * 128, :], acc[t])
-    return out
-
-
-@lnki.jit
-def _mamba_v2(delta, u, a, b, c):
-    batch, channels, seq = delta.shape
-    states = a.shape[1]
-    out = lnl.ndarray(delta.shape, delta.dtype, buffer=lnl.shared_hbm)
-    for ib in lnl.affine_range(batch):
-        for t in lnl.affine_range(channels // 128):
-            rows = slice(t * 128, (t + 1) * 128)
-            acc = lnl.zeros((128, seq), lnl.float32, buffer=lnl.sbuf)
-            delta_i, u_i = lnl.load(delta[ib, rows, :]), lnl.load(u[ib, rows, :])
-            for s in lnl.affine_range(states):
-                _, scan_c = _mamba_step(delta_i, u_i, lnl.load(a[rows, s:s + 1]), lnl.load(b[ib, s:s + 1, :]),
-                                        lnl.load(c[ib, s:s + 1, :]), seq, 0)
-                acc += scan_c
-            lnl.store(out[ib, rows, :], acc)
-    return out
-
-
-@lnki.jit
-def _mamba_v3(delta, u, a, b, c):
-    batch, channels, seq = delta.shape
-    states = a.shape[1]
-    out = lnl.ndarray(delta.shape, delta.dtype, buffer=lnl.shared_hbm)
-    f = 512
-    for ib in lnl.affine_range(batch):
-        for t in lnl.affine_range(channels // 128):
-            rows = slice(t * 128, (t + 1) * 128)
-            acc = lnl.zeros((128, seq), lnl.float32, buffer=lnl.sbuf)
-            delta_i, u_i = lnl.load(delta[ib, rows, :]), lnl.load(u[ib, rows, :])
-            for s in lnl.affine_range(states):
-                a_col = lnl.load(a[rows, s:s + 1])
-                initial = lnl.zeros((128, 1), lnl.float32, buffer=lnl.sbuf)
-                for j in lnl.static_range(seq // f):
-                    cols = slice(j * f, (j + 1) * f)
-                    scan, scan_c = _mamba_step(delta_i[:, cols], u_i[:, cols], a_col, lnl.load(b[ib, s:s + 1, cols]),
-                                               lnl.load(c[ib, s:s + 1, cols]), f, initial)
-                    initial = scan[:, f - 1:f]
-                    acc[:, cols] += scan_c
-            lnl.store(out[ib, rows, :], acc)
-    return out
-
-
-def _mamba_reference(delta, u, a, b, c):
-    da = np.exp(delta[:, :, None, :] * a[None, :, :, None])
-    dbu = delta[:, :, None, :] * b[:, None, :, :] * u[:, :, None, :]
-    state = np.zeros(da.shape[:-1], np.float32)
-    out = np.empty_like(da)
-    for i in range(da.shape[-1]):
-        state = da[..., i] * state + dbu[..., i]
-        out[..., i] = state
-    return (out * c[:, None, :, :]).sum(axis=2)
-
-
 def case_published(args: argparse.Namespace, rng: np.random.Generator) -> dict[str, Any]:
     rows, walls, cpus = [], {}, {}
     for name in calibration.KERNELS:
@@ -278,38 +191,33 @@ def case_published(args: argparse.Namespace, rng: np.random.Generator) -> dict[s
         rows.append({"kernel": f"matmul tutorial: {name}", "published_trn1_ms": row.published_ms,
                      "estimate_trn1_ms": row.estimated_ms, "estimate_over_published": row.ratio})
     mamba_walls = {}
-    trn1 = target_named("trn1")
-    cases = [("v1_256ch", _mamba_v1, 256, 512), ("v1_4096ch", _mamba_v1, 4096, 512),
-             ("v2_4096ch", _mamba_v2, 4096, 512)]
-    if args.mamba_8k:
-        cases += [("v2_8k", _mamba_v2, 4096, 8192), ("v3_8k", _mamba_v3, 4096, 8192)]
-    for name, kernel, channels, seq in cases:
-        delta = rng.uniform(0.0, 0.1, (1, channels, seq)).astype(np.float32)
-        u = rng.standard_normal((1, channels, seq), dtype=np.float32)
-        a = -rng.uniform(0.5, 1.5, (channels, 16)).astype(np.float32)
-        b = rng.standard_normal((1, 16, seq), dtype=np.float32)
-        c = rng.standard_normal((1, 16, seq), dtype=np.float32)
+    names = ["v1_256ch", "v1_4096ch", "v2_4096ch"] + (["v2_8k", "v3_8k"] if args.mamba_8k else [])
+    for name in names:
         t0 = time.perf_counter()
-        try:
-            done = launch(kernel.func, (delta, u, a, b, c), {}, (), "legacy", trn1)
-        except nki.NkiError as e:  # AWS's compiler spills SBUF here (v2 at seq_len 8192); the simulator refuses
-            rows.append({"kernel": f"fused mamba tutorial: {name}", "published_trn1_ms": MAMBA_PUBLISHED_MS[name],
-                         "refused": e.code})
-            continue
+        done, inputs = mamba_tutorial.estimate(name, rng)
         mamba_walls[name] = time.perf_counter() - t0
-        if channels == 256:  # values checked on the small shape (the reference is a Python loop over seq_len)
-            want = _mamba_reference(delta, u, a, b, c)
+        if name == "v1_256ch":  # values checked on the small shape (the reference is a Python loop over seq_len)
+            want = mamba_tutorial.reference(*inputs)
             assert np.allclose(done.results, want, rtol=1e-3, atol=1e-3), "mamba kernel disagrees with NumPy"
         est = done.report.latency_ns / 1e6
-        rows.append({"kernel": f"fused mamba tutorial: {name}", "published_trn1_ms": MAMBA_PUBLISHED_MS[name],
-                     "estimate_trn1_ms": est, "estimate_over_published": est / MAMBA_PUBLISHED_MS[name],
-                     "psum_spill_bytes_per_partition": done.report.psum_spill_bytes_per_partition})
+        published = mamba_tutorial.PUBLISHED_MS[name]
+        rows.append({"kernel": f"fused mamba tutorial: {name}", "published_trn1_ms": published,
+                     "estimate_trn1_ms": est, "estimate_over_published": est / published,
+                     "sbuf_spill_bytes_per_partition": done.report.sbuf_spill_bytes_per_partition})
+    for name in ln_tutorial.CASES:
+        done, inputs = ln_tutorial.estimate(name, rng)
+        assert np.allclose(done.results, ln_tutorial.reference(*inputs), rtol=1e-3, atol=1e-3), \
+            "layernorm kernel disagrees with NumPy"
+        est = done.report.latency_ns / 1e6
+        published = ln_tutorial.PUBLISHED_MS[name]
+        rows.append({"kernel": f"layernorm tutorial: {name}", "published_trn1_ms": published,
+                     "estimate_trn1_ms": est, "estimate_over_published": est / published})
     # on a shared machine the CPU time says what the wall time would be on an idle one
     return {"table": rows, "simulator_wall_s": walls, "simulator_wall_total_s": sum(walls.values()),
             "simulator_cpu_total_s": sum(cpus.values()), "simulator_wall_total_target_s": 60.0,
             "mamba_simulator_wall_s": mamba_walls,
-            "note": "matmul: torchneuron.nki.calibration; mamba: this file's transcription of the tutorial's "
-                    "steps (AWS's kernels are not copied); layernorm and attention numbers are not in the table"}
+            "note": "torchneuron.nki.calibration (matmul), .mamba, .layernorm: the tutorials' steps written for "
+                    "the simulator (AWS's kernels are not copied); attention numbers are not in the table"}
 
 
 def case_small_tiles(args: argparse.Namespace, rng: np.random.Generator) -> dict[str, Any]:

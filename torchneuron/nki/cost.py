@@ -10,6 +10,7 @@ on a Trn host is the ground truth.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from collections import Counter
@@ -31,6 +32,10 @@ DMA_LATENCY_NS = 1300.0     # DMA cross-engine latency
 # 17 B/ns that is the time of 1190 bytes: 256 B runs reach 18 % of a queue's bandwidth, 2 KiB 63 %, 4 KiB
 # 77 %, 16 KiB 93 %.
 DMA_DESCRIPTOR_NS = 70.0
+# A transfer may fill one of this many most recent idle gaps of a queue (`CostModel.dma`); older gaps count as
+# busy. It bounds the look-back (and the search: a kernel leaves a gap per waiting store); the published
+# tutorials' estimates are the same for 8 and for 64.
+DMA_REORDER_GAPS = 16
 
 
 @dataclass
@@ -48,6 +53,7 @@ class CostReport:
     peak_sbuf_bytes_per_partition: int = 0
     peak_psum_bytes_per_partition: int = 0
     psum_spill_bytes_per_partition: int = 0  # PSUM tiles the compiler would spill to SBUF (memory.finish)
+    sbuf_spill_bytes_per_partition: int = 0  # SBUF bytes spilled to HBM and reloaded, summed over round trips
     per_core_latency_ns: list[float] = field(default_factory=list)
 
     @property
@@ -85,7 +91,10 @@ class CostModel:
         self.engine_free = {e: 0.0 for e in ENGINES if e != "dma"}
         # NeuronCore-v2: Vector and GpSimd cannot access SBUF at the same time (lifted on v3+)
         self.sbuf_port_free = 0.0
-        self.dma_free = [0.0] * target.dma_engines
+        self.dma_free = [0.0] * target.dma_engines  # when each queue's last transfer ends
+        # each queue's busy intervals (sorted, disjoint; back-to-back transfers merge): `dma` backfills gaps
+        self.dma_starts: list[list[float]] = [[] for _ in range(target.dma_engines)]
+        self.dma_ends: list[list[float]] = [[] for _ in range(target.dma_engines)]
         self.ready: dict[int, float] = {}   # storage uid -> time its last write completes
         self.busy = {e: 0.0 for e in ENGINES}
         self.counts: dict[str, int] = dict.fromkeys(ENGINES, 0)  # instructions per engine
@@ -132,29 +141,106 @@ class CostModel:
         self.flops += flops
         self._finish(writes, start + ns + latency_cycles / clock)
 
-    def dma(self, nbytes: float, chunks: int, reads: Any = (), writes: Any = ()) -> None:
+    def dma(self, nbytes: float, chunks: int, reads: Any = (), writes: Any = (), after: float = 0.0) -> None:
         """A transfer's descriptors (one per contiguous run) spread over up to all queues at once; each
-        queue moves its share of the bytes and pays `DMA_DESCRIPTOR_NS` per descriptor."""
+        queue moves its share of the bytes and pays `DMA_DESCRIPTOR_NS` per descriptor.
+
+        Transfers are served in the order their data is ready, not in program order: a DMA is triggered by
+        the engine that produced its source (a store after the compute it drains, a load of kernel inputs at
+        once), so a store waiting for its data does not hold back a later, independent load. A transfer
+        takes the earliest time at which enough queues are idle for its whole duration (it may fill a gap
+        that an earlier, waiting transfer left)."""
         chunks = max(chunks, 1)
         free = self.dma_free
-        lanes = min(len(free), chunks)
+        n = len(free)
+        lanes = min(n, chunks)
         ns = (chunks * DMA_DESCRIPTOR_NS + nbytes / self.target.dma_bytes_per_ns_per_engine) / lanes
-        if lanes == len(free):  # every queue: no need to rank them
-            start = max(max(free), self._deps(reads))
-            free[:] = [start + ns] * lanes
+        t = max(self._deps(reads), after)
+        if lanes == n and t >= max(free):  # after everything queued so far: no gap to look at
+            start = t
+            queues: Any = range(n)
+        elif lanes == n:
+            while True:  # the earliest start that every queue can take
+                start = max(self._fit(q, t, ns) for q in range(n))
+                if start == t:
+                    break
+                t = start
+            queues = range(n)
         else:
-            queues = sorted(range(len(free)), key=free.__getitem__)[:lanes]
-            start = max(max([free[q] for q in queues]), self._deps(reads))
-            for q in queues:
-                free[q] = start + ns
-        self.busy["dma"] += ns * lanes / len(self.dma_free)  # wall-equivalent of all queues together
+            while True:
+                fits = sorted((self._fit(q, t, ns), q) for q in range(n))[:lanes]
+                start = fits[-1][0]
+                if start == t or all(self._fit(q, start, ns) == start for _, q in fits):
+                    break
+                t = start
+            queues = [q for _, q in fits]
+        end = start + ns
+        for q in queues:
+            self._occupy(q, start, end)
+            if end > free[q]:
+                free[q] = end
+        self.busy["dma"] += ns * lanes / n  # wall-equivalent of all queues together
         self.counts["dma"] += 1
         self.dma_bytes += nbytes
-        self._finish(writes, start + ns + DMA_LATENCY_NS)
+        self._finish(writes, end + DMA_LATENCY_NS)
+
+    def _fit(self, q: int, t: float, ns: float) -> float:
+        return _fit(self.dma_starts[q], self.dma_ends[q], t, ns)
+
+    def _occupy(self, q: int, start: float, end: float) -> None:
+        starts, ends = self.dma_starts[q], self.dma_ends[q]
+        _occupy(starts, ends, start, end)
+        if len(ends) > DMA_REORDER_GAPS + 1:  # the oldest gap is out of reach: all before it counts as busy
+            del starts[1], ends[0]
+            starts[0] = 0.0
+
+    def spill(self, bytes_per_partition: int, partitions: int) -> None:
+        """An SBUF tile spilled to HBM and reloaded (the compiler's qSyncSpillReload traffic): both transfers
+        sit on the critical path (the engine that needs the space waits for the store, the tile's next
+        reader for the reload), so they start when the kernel's work so far has ended."""
+        for _ in range(2):
+            self.dma(bytes_per_partition * partitions, partitions, after=self.end)
 
     def sync(self, reads: Any = (), writes: Any = ()) -> None:
         """A zero-cost data move (e.g. assigning an instruction's result into a tile): carry readiness."""
         self._finish(writes, self._deps(reads))
+
+
+def _fit(starts: list[float], ends: list[float], t: float, ns: float) -> float:
+    """The earliest start >= t at which a timeline (sorted disjoint busy intervals) is idle for ns."""
+    if not ends or t >= ends[-1]:
+        return t
+    i = bisect.bisect_right(ends, t)
+    while i < len(ends):
+        if t + ns <= starts[i]:
+            return t
+        if ends[i] > t:
+            t = ends[i]
+        i += 1
+    return t
+
+
+def _occupy(starts: list[float], ends: list[float], start: float, end: float) -> None:
+    """Marks [start, end) busy on a timeline where it is idle (`_fit`), merging touching intervals."""
+    if not ends or start >= ends[-1]:  # the common case: after everything so far
+        if ends and start == ends[-1]:
+            ends[-1] = end
+        else:
+            starts.append(start)
+            ends.append(end)
+        return
+    i = bisect.bisect_right(ends, start)  # the gap [ends[i-1], starts[i]] holds [start, end]
+    if i > 0 and ends[i - 1] == start:
+        if end == starts[i]:  # fills the gap exactly
+            ends[i - 1] = ends[i]
+            del starts[i], ends[i]
+        else:
+            ends[i - 1] = end
+    elif end == starts[i]:
+        starts[i] = start
+    else:
+        starts.insert(i, start)
+        ends.insert(i, end)
 
 
 # --- documented per-instruction costs, in engine cycles ---
@@ -187,7 +273,7 @@ def gpsimd_cycles(n: int) -> float:
 
 
 def report(models: list[CostModel], target: Target, peak_sbuf: int = 0, peak_psum: int = 0,
-           psum_spill: int = 0) -> CostReport:
+           psum_spill: int = 0, sbuf_spill: int = 0) -> CostReport:
     if len(models) == 1:  # one core (every launch but LNC=2 ones): the model's own numbers
         m = models[0]
         busy = dict(m.busy)
@@ -206,7 +292,8 @@ def report(models: list[CostModel], target: Target, peak_sbuf: int = 0, peak_psu
         bound_kind="dma" if bound == "dma" else "compute",
         flops=sum(m.flops for m in models), dma_bytes=sum(m.dma_bytes for m in models),
         peak_sbuf_bytes_per_partition=peak_sbuf, peak_psum_bytes_per_partition=peak_psum,
-        psum_spill_bytes_per_partition=psum_spill, per_core_latency_ns=[m.end for m in models],
+        psum_spill_bytes_per_partition=psum_spill, sbuf_spill_bytes_per_partition=sbuf_spill,
+        per_core_latency_ns=[m.end for m in models],
     )
 
 

@@ -331,6 +331,8 @@ def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
                 # a spilled PSUM tile is copied out to SBUF and back in (Vector engine, fp32 elements)
                 elems = max(iv.nbytes // 4, 1)
                 run.cost.compute("vector", 2 * max(cost.MIN_II, elems) + 2 * cost.SBUF_ACCESS_CYCLES)
+            for nbytes in run.memory.sbuf_spills:
+                run.cost.spill(nbytes, target.pmax)
         return run, result
 
     if exchange is not None:  # LNC=2: the cores run at once and may sendrecv / core_barrier
@@ -345,7 +347,8 @@ def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     else:
         report = cost.report(models, target, max(r.memory.peak["sbuf"] for r, _ in finished),
                              max(r.memory.peak["psum"] for r, _ in finished),
-                             max(sum(iv.nbytes for iv in r.memory.spilled) for r, _ in finished))
+                             max(sum(iv.nbytes for iv in r.memory.spilled) for r, _ in finished),
+                             max(sum(r.memory.sbuf_spills) for r, _ in finished))
         if not steered:
             launch_signatures.remember(func, signature, report)
     prints = [p for r, _ in finished for p in r.prints]

@@ -53,7 +53,8 @@ class KernelRun:
 
     def __post_init__(self) -> None:
         # a repeat keeps no live ranges (every use of `memory` is behind `accounting`)
-        self.memory = OnChipMemory(self.target) if self.accounting else None  # type: ignore[assignment]
+        self.memory = OnChipMemory(self.target, compiler_allocates=self.api == "legacy") \
+            if self.accounting else None  # type: ignore[assignment]
 
     def _operands(self, tensors: Iterable[Any], tick: int) -> list[Storage]:
         out = []
@@ -66,6 +67,8 @@ class KernelRun:
                         iv = live.interval
                         if iv.first < 0:
                             iv.first = tick
+                        if iv.last != tick:
+                            iv.uses.append(tick)
                         iv.last = tick
                     else:
                         live.touch(tick, t)

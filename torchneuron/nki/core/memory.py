@@ -11,6 +11,8 @@ partition; above the target's capacity it raises the documented error at the all
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import math
 import operator
 import sys
@@ -40,11 +42,12 @@ _TICK_AND_KIND = operator.itemgetter(0, 1)  # live-range events sort by instruct
 class Interval:
     """One live range: `nbytes` per partition from instruction `first` to `last` (inclusive)."""
 
-    __slots__ = ("first", "last", "nbytes", "kind", "_name", "where")
+    __slots__ = ("first", "last", "uses", "nbytes", "kind", "_name", "where")
 
     def __init__(self, nbytes: int, kind: str, name: str | tuple[str, int], where: Any) -> None:
         self.first = -1
         self.last = -1
+        self.uses: list[int] = []  # every instruction touching it, in order (where a spilled range comes back)
         self.nbytes = nbytes
         self.kind = kind
         self._name = name  # or (buffer name, storage uid): the storage's default name, made if reported
@@ -68,6 +71,8 @@ class Whole:
         iv = self.interval
         if iv.first < 0:
             iv.first = tick
+        if iv.last != tick:
+            iv.uses.append(tick)
         iv.last = tick
 
 
@@ -91,6 +96,8 @@ class Blocks:
                 iv = self.intervals[b] = Interval(self.nbytes, self.kind, f"{self.name}[{b}]", self.where)
                 self.new(iv)
                 iv.first = tick
+            if iv.last != tick:
+                iv.uses.append(tick)
             iv.last = tick
 
 
@@ -118,7 +125,13 @@ class OnChipMemory:
     tick: int = 0
     intervals: list[Interval] = field(default_factory=list)
     peak: dict[str, int] = field(default_factory=lambda: {"sbuf": 0, "psum": 0})
+    # Legacy (neuronxcc) kernels: the compiler places every instruction's result, so a result may take the
+    # room of an operand read for the last time, and SBUF that overflows is spilled to HBM (the Mamba
+    # tutorial profiles that traffic). Current-API kernels allocate each `dst` themselves, and overflow is
+    # refused (no public evidence that the NKI compiler spills them).
+    compiler_allocates: bool = False
     spilled: list[Interval] = field(default_factory=list)  # PSUM live ranges moved to SBUF by finish()
+    sbuf_spills: list[int] = field(default_factory=list)  # bytes per partition of each SBUF spill + reload
 
     def capacity(self, kind: str) -> int:
         t = self.target
@@ -148,41 +161,96 @@ class OnChipMemory:
         return isinstance(live, Whole) and live.interval.first == live.interval.last == self.tick
 
     def finish(self) -> list[Interval]:
-        """Sweep the live ranges: record the peak per buffer, raise if SBUF exceeds its capacity. PSUM
-        that overflows is spilled as AWS's compiler does (the attention tutorial's v3/v9 keep more PSUM
-        tiles live than the 8 banks hold): each tile that does not fit lives in SBUF instead (counted
-        there) and is returned, so the launch charges its spill and fill copies. Only a single PSUM tile
-        larger than the whole PSUM is refused."""
+        """Sweep the live ranges: record the peak per buffer. PSUM that overflows is spilled as AWS's
+        compiler does (the attention tutorial's v3/v9 keep more PSUM tiles live than the 8 banks hold):
+        each tile that does not fit lives in SBUF instead (counted there) and is returned, so the launch
+        charges its spill and fill copies. SBUF that overflows is spilled to HBM (the Mamba tutorial's v2 at
+        seq_len 8192; legacy kernels only, `compiler_allocates`): `sbuf_spills` lists the bytes per partition of each
+        spill-and-reload round trip, which the launch charges as DMA traffic. Refused: a single tile larger
+        than its whole buffer, and SBUF overflow in current-API kernels."""
         spilled: list[Interval] = []
-        for kind in ("psum", "sbuf"):
-            events: list[tuple[int, int, Interval]] = []
-            for iv in self.intervals:
-                if iv.kind == kind and iv.first >= 0:
-                    events.append((iv.first, 1, iv))
-                    events.append((iv.last + 1, 0, iv))  # ends sort before starts at the same instruction
-            events.sort(key=_TICK_AND_KIND)
-            used = peak = 0
-            live: set[Interval] = set()
-            limit = self.capacity(kind)
-            for _, starts, iv in events:
-                if not starts:
-                    if iv in live:  # (a spilled PSUM range never was)
-                        used -= iv.nbytes
-                        live.discard(iv)
-                    continue
-                if kind == "psum" and used + iv.nbytes > limit and iv.nbytes <= limit:
-                    iv.kind = "sbuf"  # spilled: the SBUF sweep (next) counts it
-                    spilled.append(iv)
-                    continue
-                used += iv.nbytes
-                live.add(iv)
-                if used > peak:
-                    peak = used
-                if used > limit:
-                    raise self._overflow(kind, iv, used - iv.nbytes, limit, live)
-            self.peak[kind] = peak
+        events: list[tuple[int, int, Interval]] = []
+        for iv in self.intervals:
+            if iv.kind == "psum" and iv.first >= 0:
+                events.append((iv.first, 1, iv))
+                events.append((iv.last + 1, 0, iv))  # ends sort before starts at the same instruction
+        events.sort(key=_TICK_AND_KIND)
+        used = peak = 0
+        live: set[Interval] = set()
+        limit = self.capacity("psum")
+        for _, starts, iv in events:
+            if not starts:
+                if iv in live:  # (a spilled PSUM range never was)
+                    used -= iv.nbytes
+                    live.discard(iv)
+                continue
+            if used + iv.nbytes > limit and iv.nbytes <= limit:
+                iv.kind = "sbuf"  # spilled: the SBUF sweep (next) counts it
+                spilled.append(iv)
+                continue
+            used += iv.nbytes
+            live.add(iv)
+            if used > peak:
+                peak = used
+            if used > limit:
+                raise self._overflow("psum", iv, used - iv.nbytes, limit, live)
+        self.peak["psum"] = peak
         self.spilled = spilled
+        self._sweep_sbuf()
         return spilled
+
+    def _sweep_sbuf(self) -> None:
+        """SBUF live ranges against the capacity. When an instruction needs more than is free, the tiles
+        it does not touch whose next use is furthest away (Belady's choice, which a compiler's static
+        allocator can make) are spilled to HBM and reloaded just before that use, where they need room again."""
+        heap: list[tuple[int, int, int, Interval]] = []
+        n = 0
+        for iv in self.intervals:
+            if iv.kind == "sbuf" and iv.first >= 0:
+                heap.append((iv.first, 1, n, iv))
+                # under the compiler's allocation a result may take the room of an operand read for the last
+                # time (engines stream element by element): a range read last by instruction t ends before
+                # t's results start; one only ever written still needs its room at that instruction
+                reuse = self.compiler_allocates and iv.last > iv.first
+                heap.append((iv.last if reuse else iv.last + 1, 0, n + 1, iv))
+                n += 2
+        heapq.heapify(heap)
+        used = peak = 0
+        live: set[Interval] = set()
+        limit = self.capacity("sbuf")
+        spills: list[int] = []
+        while heap:
+            tick, starts, _, iv = heapq.heappop(heap)
+            if not starts:
+                if iv in live:
+                    used -= iv.nbytes
+                    live.discard(iv)
+                continue
+            if iv in live or iv.last < tick:  # (a reload of a range that has ended)
+                continue
+            if iv.nbytes > limit:
+                raise self._overflow("sbuf", iv, used, limit, live)
+            if used + iv.nbytes > limit and not self.compiler_allocates:
+                raise self._overflow("sbuf", iv, used, limit, live)
+            while used + iv.nbytes > limit:
+                victim, back = None, -1
+                for v in live:
+                    nxt = _next_use(v, tick)
+                    if nxt > back:
+                        victim, back = v, nxt
+                if victim is None:  # every live tile is an operand of this instruction
+                    raise self._overflow("sbuf", iv, used, limit, live)
+                live.discard(victim)
+                used -= victim.nbytes
+                spills.append(victim.nbytes)
+                n += 1
+                heapq.heappush(heap, (back, 1, n, victim))
+            used += iv.nbytes
+            live.add(iv)
+            if used > peak:
+                peak = used
+        self.peak["sbuf"] = peak
+        self.sbuf_spills = spills
 
     def _overflow(self, kind: str, iv: Interval, before: int, limit: int, live: set[Interval]) -> NkiError:
         others = sorted((o for o in live if o is not iv), key=lambda o: -o.nbytes)[:4]
@@ -192,6 +260,15 @@ class OnChipMemory:
                         f"{before} of {limit} bytes per partition are live on {self.target.name} (largest live: "
                         f"{listed}).", "use smaller tiles, finish with a tile before the next one is first written, "
                         "or reuse a buffer instead of keeping tiles in a list.", site_location(iv.where))
+
+
+def _next_use(iv: Interval, tick: int) -> int:
+    """The first instruction after `tick` that touches `iv`; -1 if `tick` itself does (not spillable now)."""
+    uses = iv.uses
+    i = bisect.bisect_left(uses, tick)
+    if i < len(uses) and uses[i] == tick:
+        return -1
+    return uses[i] if i < len(uses) else -1
 
 
 def allocation_site() -> tuple[Any, int] | None:

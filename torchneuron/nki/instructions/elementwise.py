@@ -56,8 +56,41 @@ def strided_penalty(*operands: Any) -> float:
     return 1.0
 
 
+def free_broadcast(t: NkiTensor) -> bool:
+    """One value per partition spread along the free dims (`t - mean` with mean (P, 1), or a stride-0
+    view): the compiler folds it into the instruction as a tensor_scalar operand, streaming nothing."""
+    if t.index is not None or t.free_size <= 1:
+        return t.index is None
+    strides = t.strides or ()
+    return all(strides[d] == 0 for d, n in enumerate(t.shape) if d != t.pdim and n > 1)
+
+
+def partition_broadcast(t: NkiTensor) -> bool:
+    """One partition's row repeated over partitions (`row.broadcast_to((128, n))`): no access pattern
+    reaches another partition's data, so the compiler makes the copy on the Tensor engine (a matmul with
+    a ones row, the tutorials' "partition-dim broadcast ... a separate instruction on TensorE")."""
+    if t.index is not None or t.partitions <= 1 or t.pdim is None or not t.strides:
+        return False
+    return t.strides[t.pdim] == 0
+
+
+def _broadcast_on_pe(run: Any, t: NkiTensor) -> bool:
+    """Charges the Tensor-engine broadcast of `t`; True when its result stays in PSUM for the consumer
+    (it fits the PSUM: wider rows are drained to SBUF, where the consumer streams it like any operand)."""
+    row_bytes = t.free_size * dtypes.itemsize(t.dtype)
+    fp32 = dtypes.itemsize(t.dtype) == 4
+    chunks = -(-t.free_size // 512)  # one PSUM bank per matmul
+    cycles = chunks * cost.matmul_cycles(t.partitions, min(t.free_size, 512), fp32)
+    in_psum = row_bytes <= run.target.psum_bytes_per_partition
+    if in_psum:  # materialised per use (nothing keeps a PSUM copy alive across instructions)
+        run.issue("tensor", cycles, (t,), (t,), cost.MM_INIT_LATENCY)
+    return in_psum
+
+
 def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine: Any = None) -> None:
-    """Charges an elementwise instruction on `engine` (as the caller got it: resolved here, after the gate)."""
+    """Charges an elementwise instruction on `engine` (as the caller got it: resolved here, after the gate).
+    Operands are streamed unless broadcast along the free dims (folded in, `free_broadcast`); a partition
+    broadcast is made on the Tensor engine and read from PSUM (`partition_broadcast`)."""
     run = context.current()
     if not run.accounting:  # a repeat of a checked signature charges nothing
         return
@@ -75,7 +108,17 @@ def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine:
         cycles = cost.scalar_cycles(n)
     else:
         fast = dst.dtype in _FAST16 and all(t.dtype in _FAST16 for t in tensors)
-        two = len(tensors) >= 2 and not any(t.buffer.name == "psum" for t in tensors) and not fast
+        streamed = 0
+        psum = False
+        for t in tensors:
+            if t.buffer.name == "psum":
+                psum = True
+            elif len(tensors) >= 2 and free_broadcast(t):
+                continue
+            elif len(tensors) >= 2 and partition_broadcast(t) and _broadcast_on_pe(run, t):
+                psum = True
+            streamed += 1
+        two = streamed >= 2 and not psum and not fast
         cycles = cost.vector_cycles(run.target, n, 2 if two else 1, fast, kind)
     cycles *= strided_penalty(dst, *inputs)
     run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES)

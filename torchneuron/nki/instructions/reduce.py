@@ -87,7 +87,11 @@ def nl_reduce(name: str, x: NkiTensor, axis: Any, dtype: Any = None, keepdims: b
             axis=axes, keepdims=True) / count).astype(np.float32)
         write(dst, out.reshape(shape), None, f"nl.{name}")
         run = context.current()
-        run.issue("vector", max(cost.MIN_II, 2 * x.free_size), (x,), (dst,))
+        if name == "mean":  # one reduce over the row, then a tiny scale of the (P, 1) sums by 1/count
+            run.issue("vector", max(cost.MIN_II, x.free_size), (x,), (dst,), cost.SBUF_ACCESS_CYCLES)
+            run.issue("vector", cost.MIN_II, (dst,), (dst,), cost.SBUF_ACCESS_CYCLES)
+        else:  # the mean, then the squared deviations reduced: two passes
+            run.issue("vector", max(cost.MIN_II, 2 * x.free_size), (x,), (dst,))
         return dst
     tensor_reduce(dst, op, x, axes, keepdims=keepdims, mask=mask, api=f"nl.{name}", trailing=False)
     return dst
