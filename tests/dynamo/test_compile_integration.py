@@ -57,6 +57,30 @@ def test_second_process_compiles_nothing_and_skips_torch_mlir(tmp_path):
     assert warm["loss"] == cold["loss"]
 
 
+WARM_LLAMA = """
+    import json, torch, transformers
+    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg).to("neuron")
+    ids = torch.randint(0, 128, (2, 16)).to("neuron")
+    loss = torch.compile(model, backend="neuron")(input_ids=ids, labels=ids).loss
+    loss.backward()
+    m = torch.neuron.get_dynamo_metrics()
+    print(json.dumps({"loss": loss.item(), "grad": model.lm_head.weight.grad.double().norm().item(),
+                      "split_hits": m["partition_cache_hits"]}))
+"""
+
+
+def test_warm_split_of_a_graph_holding_tensor_constants(tmp_path):
+    # the joint graph of a HF Llama holds real tensor constants (pickled outside AOTAutograd's fake mode)
+    pytest.importorskip("transformers")
+    cold = run_python_json(WARM_LLAMA, TORCHNEURON_CACHE_DIR=str(tmp_path))
+    warm = run_python_json(WARM_LLAMA, TORCHNEURON_CACHE_DIR=str(tmp_path))
+    assert cold["split_hits"] == 0 and warm["split_hits"] == 1
+    assert warm["loss"] == cold["loss"] and warm["grad"] == cold["grad"]
+
+
 @pytest.mark.parametrize("change", [
     # an upgrade of any package that shapes the programs (torch, torch-mlir, jaxlib, torchneuron)
     "import torchneuron.compiler.keys as keys; keys._version = lambda name: '0+changed'",

@@ -111,8 +111,11 @@ def _store(k: str, fw: fx.GraphModule, bw: fx.GraphModule) -> None:
 
     from ..compiler import driver
 
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
     try:
-        blob = GraphPickler.dumps((fw, bw), Options(ops_filter=None))
+        with unset_fake_temporarily():  # constants the graphs hold (a rotary table) are real tensors
+            blob = GraphPickler.dumps((fw, bw), Options(ops_filter=None))
     except Exception:  # noqa: BLE001 - a graph GraphPickler cannot write (an opaque object): not cached
         return
     driver.default_cache().disk.put(k, blob)
