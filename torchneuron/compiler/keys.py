@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from importlib import metadata
+from pathlib import Path
 
 # Bump when the on-disk entry format or the lowering conventions change incompatibly.
 FORMAT_VERSION = "1"
@@ -38,3 +39,16 @@ def cache_key(stablehlo: str, *, backend: str, target: str, lnc: int, opt_level:
         h.update(b"\x00")
     h.update(stablehlo.encode())
     return h.hexdigest()
+
+
+@functools.cache
+def source_fingerprint(*folders: str) -> str:
+    """A hash of torchneuron's own code in these subpackages (recursively): a changed decomposition or pass must
+    not reuse what an earlier checkout stored under the same package version (editable installs, development)."""
+    h = hashlib.sha256()
+    package = Path(__file__).parent.parent
+    for folder in folders:
+        for path in sorted((package / folder).rglob("*.py")):
+            h.update(str(path.relative_to(package)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]

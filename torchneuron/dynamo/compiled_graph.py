@@ -15,7 +15,7 @@ import torch
 import torch.fx as fx
 
 from ..lowering import auto_cast
-from . import debug, hf_generate, metrics, notice, options
+from . import debug, hf_generate, metrics, options
 from .host_scalars import HostScalars
 from .program import Program
 
@@ -61,7 +61,6 @@ class CompiledGraph:
         # cast, before partitioning, so every executor (XLA, ATen, Inductor) computes with the hardware's
         # operand values; on a Trn host neuronx-cc casts them itself (the setting is on its command line).
         gm = auto_cast.emulate(gm) if _compile_target() == "sim" else gm
-        notice.compiling(gm)
         dump = debug.graph_dumper(self.kind)
         dump("", "aot_graph.py", gm.code)
         t0 = time.perf_counter()

@@ -40,11 +40,16 @@ def key(gm: fx.GraphModule, examples: list[torch.Tensor], settings: str) -> str:
                  gm.code, repr([(tuple(e.shape), str(e.dtype)) for e in examples])):
         h.update(part.encode())
         h.update(b"\x00")
+    hash_constants(h, gm)
+    return "fx" + h.hexdigest()[2:]
+
+
+def hash_constants(h: Any, gm: fx.GraphModule) -> None:
+    """Feed the names and values of the tensors ``gm`` holds (buffers, ``get_attr`` constants) to ``h``."""
     for name, buf in sorted(gm.named_buffers()) + sorted(_tensor_attributes(gm)):
         h.update(name.encode())
         flat = buf.detach().cpu().contiguous().reshape(-1)
         h.update(flat.view(torch.uint8).numpy().tobytes() if buf.numel() else b"")
-    return "fx" + h.hexdigest()[2:]
 
 
 def _tensor_attributes(gm: fx.GraphModule) -> list[tuple[str, torch.Tensor]]:

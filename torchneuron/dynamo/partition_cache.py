@@ -12,14 +12,12 @@ Graphs with symbolic sizes are partitioned afresh every time (their metadata bel
 from __future__ import annotations
 
 import hashlib
-import functools
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.fx as fx
 
-from . import metrics
+from . import graph_cache, metrics
 
 _FORMAT = "partition-1"
 
@@ -50,7 +48,7 @@ def _partition(joint: fx.GraphModule, joint_inputs: Any, num_fwd_outputs: int,
 
 
 def _key(joint: fx.GraphModule, num_fwd_outputs: int, static: list[int] | None, kwargs: dict) -> str | None:
-    from ..compiler.keys import package_versions
+    from ..compiler.keys import package_versions, source_fingerprint
 
     h = hashlib.sha256()
     metas = []
@@ -61,7 +59,7 @@ def _key(joint: fx.GraphModule, num_fwd_outputs: int, static: list[int] | None, 
                 return None
         if n.op == "placeholder":
             metas.append(_describe(val))
-    parts = (_FORMAT, package_versions(), _code_fingerprint(), joint.code, repr(metas), str(num_fwd_outputs),
+    parts = (_FORMAT, package_versions(), source_fingerprint("dynamo"), joint.code, repr(metas), str(num_fwd_outputs),
              repr(static), repr(sorted(kwargs.items())), repr(torch._functorch.config.save_config()))
     for part in parts:
         h.update(part.encode())
@@ -69,11 +67,7 @@ def _key(joint: fx.GraphModule, num_fwd_outputs: int, static: list[int] | None, 
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     with unset_fake_temporarily():  # the partitioner runs in AOTAutograd's fake mode; constants are real
-        for n in joint.graph.nodes:
-            value = getattr(joint, str(n.target), None) if n.op == "get_attr" else None
-            if isinstance(value, torch.Tensor):
-                flat = value.detach().cpu().contiguous().reshape(-1)
-                h.update(flat.view(torch.uint8).numpy().tobytes() if value.numel() else b"")
+        graph_cache.hash_constants(h, joint)
     return "pt" + h.hexdigest()[2:]
 
 
@@ -107,11 +101,10 @@ def _load(k: str, joint: fx.GraphModule) -> tuple[fx.GraphModule, fx.GraphModule
 
 
 def _store(k: str, fw: fx.GraphModule, bw: fx.GraphModule) -> None:
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
     from torch.fx._graph_pickler import GraphPickler, Options
 
     from ..compiler import driver
-
-    from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     try:
         with unset_fake_temporarily():  # constants the graphs hold (a rotary table) are real tensors
@@ -120,12 +113,3 @@ def _store(k: str, fw: fx.GraphModule, bw: fx.GraphModule) -> None:
         return
     driver.default_cache().disk.put(k, blob)
 
-
-@functools.cache
-def _code_fingerprint() -> str:
-    """This package's code (decompositions, passes): a changed checkout must not reuse an older partition."""
-    h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]

@@ -8,11 +8,9 @@ keys derived from the signature, the package versions and the settings that chan
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import warnings
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -33,17 +31,11 @@ def _dtype(name: str | None) -> torch.dtype | None:
 _FINGERPRINTED = ("lowering", "programs")
 
 
-@functools.cache
 def _lowering_fingerprint() -> str:
-    """A hash of the lowering code itself: a changed decomposition must not reuse records an earlier
-    checkout wrote under the same package version (editable installs, development)."""
-    h = hashlib.sha256()
-    package = Path(__file__).parent.parent
-    for folder in _FINGERPRINTED:
-        for path in sorted((package / folder).rglob("*.py")):  # the decomposition packages too
-            h.update(str(path.relative_to(package)).encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()[:16]
+    """A hash of the lowering code itself (``_FINGERPRINTED``), the decomposition packages too."""
+    from ..compiler.keys import source_fingerprint
+
+    return source_fingerprint(*_FINGERPRINTED)
 
 
 def index_key(signature: tuple) -> str:

@@ -53,8 +53,8 @@ def table() -> dict[torch._ops.OperatorBase, Callable]:
         aten.convolution.default: _convolution,
         aten.im2col.default: _im2col,
         aten.unfold_copy.default: _unfold_copy,
-        aten.unfold.default: _unfold_copy,
-        aten._grouped_mm.default: _grouped_mm,  # a value-semantic IR has no views: torch-mlir lowers only some unfolds
+        aten.unfold.default: _unfold_copy,  # a value-semantic IR has no views: torch-mlir lowers only some unfolds
+        aten._grouped_mm.default: _grouped_mm,
         aten._pdist_forward.default: _pdist,
         aten._trilinear.default: _trilinear,
         aten.fractional_max_pool2d.default: _fractional_max_pool(2),

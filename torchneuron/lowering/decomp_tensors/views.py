@@ -74,4 +74,3 @@ def _slice_scatter(x, src, dim=0, start=None, end=None, step=1):
     if (start, end) == (lo, hi):
         return NotImplemented
     return aten.slice_scatter.default(x, src, dim, lo, hi, step)
-
