@@ -1,8 +1,13 @@
 """The simulator's fast executors are checked against each lowered piece's StableHLO program (what a Trn host
-compiles): a wrong lowering, injected here by rewriting the traced StableHLO, must fail the call with an error
-naming the piece, and ``TORCHNEURON_COMPILE_CHECK`` decides how many calls are checked."""
+compiles): a wrong lowering, injected here by rewriting the traced StableHLO, must fail with an error naming the
+piece — at the next synchronising call, as the first call's check runs beside the program — and
+``TORCHNEURON_COMPILE_CHECK`` decides how many calls are checked."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -50,9 +55,47 @@ def test_wrong_lowering_is_caught_naming_the_piece(neuron, monkeypatch, wrong_lo
     _, _, xd, yd = _inputs(neuron)
     with pytest.raises(cross_check.CompiledProgramMismatch) as info:
         torch.compile(_scale_shift, backend="neuron")(xd, yd)
+        torch.neuron.synchronize()
     msg = str(info.value)
     assert "neuron::graph" in msg and "mul" in msg and "output 0" in msg, msg
     assert "differs by up to" in msg and "TORCHNEURON_COMPILE_CHECK=off" in msg, msg
+    assert ("inductor's CPU code" if executor == "inductor" else "PyTorch's CPU kernels") in msg, msg
+    torch.neuron.synchronize()  # told once
+
+
+def test_mismatch_surfaces_at_the_next_compiled_call(neuron, monkeypatch, wrong_lowering):
+    monkeypatch.delenv("TORCHNEURON_SIM_EXECUTOR", raising=False)
+    monkeypatch.delenv("TORCHNEURON_COMPILE_CHECK", raising=False)
+    _, _, xd, yd = _inputs(neuron)
+    f = torch.compile(_scale_shift, backend="neuron")
+    f(xd, yd)
+    for task in list(cross_check._running):  # let the background check finish, without raising
+        task._done.wait(60)
+    with pytest.raises(cross_check.CompiledProgramMismatch, match="neuron::graph"):
+        f(xd, yd)
+
+
+def test_mismatch_found_after_the_last_synchronisation_is_printed_at_exit(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(
+        "import torch, torchneuron\n"
+        "from torchneuron.lowering import trace as t\n"
+        "from torchneuron.dynamo import graph_cache\n"
+        "real = t.trace\n"
+        "def wrong(*a, **k):\n"
+        "    tg = real(*a, **k)\n"
+        "    tg.stablehlo = tg.stablehlo.replace('stablehlo.multiply', 'stablehlo.add')\n"
+        "    return tg\n"
+        "t.trace = wrong\n"
+        "graph_cache.load = lambda k: None\n"
+        "graph_cache.has_marker = lambda k: False\n"
+        "x = torch.randn(5, 7, device='neuron')\n"
+        "torch.compile(lambda a: a * a + 1, backend='neuron')(x)\n")
+    env = {**os.environ, "TORCHNEURON_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("TORCHNEURON_COMPILE_CHECK", None)
+    env.pop("TORCHNEURON_SIM_EXECUTOR", None)
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert "found after the program's last synchronisation: CompiledProgramMismatch" in res.stderr, res.stderr
 
 
 def test_wrong_in_place_update_is_caught(neuron, monkeypatch, wrong_lowering):
@@ -65,6 +108,7 @@ def test_wrong_in_place_update_is_caught(neuron, monkeypatch, wrong_lowering):
     _, _, xd, yd = _inputs(neuron)
     with pytest.raises(cross_check.CompiledProgramMismatch, match="neuron::graph"):
         torch.compile(scale_, backend="neuron")(xd, yd)
+        torch.neuron.synchronize()
 
 
 def test_check_off_runs_only_the_fast_path(neuron, monkeypatch, wrong_lowering):
@@ -99,6 +143,7 @@ def test_check_mode_sets_how_many_calls_run_the_stablehlo(neuron, monkeypatch, m
     f = torch.compile(_scale_shift, backend="neuron")
     for _ in range(3):
         torch.testing.assert_close(f(xd, yd).cpu(), x * y + 1)
+    torch.neuron.synchronize()
     assert len(runs) == expected
 
 
@@ -113,6 +158,7 @@ def test_a_piece_that_passed_is_not_checked_again_by_a_later_compile(neuron, mon
     monkeypatch.setattr(pieces.LoweredPiece, "__call__", lambda self, ins: runs.append(1) or real(self, ins))
     x, y, xd, yd = _inputs(neuron)
     torch.compile(_scale_shift, backend="neuron")(xd, yd)
+    torch.neuron.synchronize()
     assert len(runs) == 1 and len(marks) == 1
     torch._dynamo.reset()  # a new compile of the same program, as a later process makes it
     torch.testing.assert_close(torch.compile(_scale_shift, backend="neuron")(xd, yd).cpu(), x * y + 1)

@@ -33,6 +33,7 @@ WARM = """
     tokens = torch.randint(0, 64, (4, 17)).to("neuron")
     _, loss = torch.compile(model, backend="neuron")(tokens[:, :-1], tokens[:, 1:])
     loss.backward()
+    torch.neuron.synchronize()  # the first-call checks compile beside the program
     m = torch.neuron.get_dynamo_metrics()
     print(json.dumps({{"loss": loss.item(), "mlir": "torch_mlir" in sys.modules, "jax": "jax" in sys.modules,
                       "pattern_matcher": "torch._inductor.pattern_matcher" in sys.modules,

@@ -45,10 +45,22 @@ def set_device(device: Any) -> None:
     _C._set_device(idx)
 
 
+_synchronize_hooks: list = []
+
+
+def add_synchronize_hook(hook) -> None:
+    """``hook()`` runs at every synchronize, after the streams: work the runtime does beside the device's
+    streams (the compile cross-check) finishes there too, and raises what it found."""
+    if hook not in _synchronize_hooks:
+        _synchronize_hooks.append(hook)
+
+
 def synchronize(device: Any = None) -> None:
     """Waits for all work queued on every stream of `device` (default: current) to finish."""
     _lazy_init()
     _C._synchronize(_index(device))
+    for hook in _synchronize_hooks:
+        hook()
 
 
 class device:

@@ -15,7 +15,7 @@ import torch
 import torch.fx as fx
 
 from ..lowering import auto_cast
-from . import debug, hf_generate, metrics, options
+from . import cross_check, debug, hf_generate, metrics, options
 from .host_scalars import HostScalars
 from .program import Program
 
@@ -78,6 +78,7 @@ class CompiledGraph:
         return program
 
     def __call__(self, args: list) -> list:
+        cross_check.raise_found()  # a mismatch an earlier call's background check found
         program = self._static
         if program is None:
             host = self._host.outputs(args)  # before _specialised clears args

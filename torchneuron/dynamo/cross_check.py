@@ -8,10 +8,18 @@ call raises ``CompiledProgramMismatch`` naming the piece, the output and the dif
 ``TORCHNEURON_COMPILE_CHECK``: ``first`` (default) checks the first call of every new piece (one that passed in an
 earlier process is not new: the compile cache remembers it, keyed like the piece's program), ``every`` every
 call (slow: each call also runs XLA:CPU), ``off`` none (the StableHLO is then lowered but never executed).
+
+Under ``first`` the check runs beside the program, as a device's asynchronous work does: the first call copies
+its inputs and results to host memory and returns; a worker thread compiles the StableHLO, runs it on the copies
+and compares. A mismatch raises at the next call of a compiled program or at ``torch.neuron.synchronize()``
+(or is printed at exit if neither comes), as a CUDA kernel's error surfaces at the next synchronising call.
+``every`` checks in the call itself.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +27,7 @@ from typing import Any
 import torch
 
 from .. import _env
+from ..compiler import background
 from ..programs import host_bridge as dev
 from . import metrics
 
@@ -68,6 +77,8 @@ class CheckedPiece:
             return self.fast(ins)
         if self._checks_left > 0:
             self._checks_left -= 1
+            if self._checks_left == 0:  # one check: beside the program
+                return self._checked_later(ins)
         if self._reference is None:
             self._reference = self._make_reference()
         t0 = time.perf_counter()
@@ -76,28 +87,115 @@ class CheckedPiece:
         finally:
             metrics.add_phase("cross_check", time.perf_counter() - t0)
 
+    def _checked_later(self, ins: list[torch.Tensor]) -> tuple:
+        t0 = time.perf_counter()
+        before = _snapshot(ins)
+        got = self.fast(ins)
+        got_now = _snapshot(list(got))
+        updated = _snapshot([ins[i] for i in self._mutated])
+        metrics.add_phase("cross_check", time.perf_counter() - t0)
+        _later(lambda: self._compare_later(before, got_now, updated))
+        return got
+
+    def _compare_later(self, ref_ins: list, got: list, updated: list) -> None:
+        make, self._make_reference = self._make_reference, None  # the executable is not needed after this
+        if make is None:  # two threads made the first call together: one check is enough
+            return
+        with metrics.timed_phase("check_background"):
+            expected = make()(ref_ins)
+            self._compare(got, expected, list(zip(updated, [ref_ins[i] for i in self._mutated])))
+            self._on_passed()
+
     def _checked(self, ins: list[torch.Tensor]) -> tuple:
         ref_ins = list(ins)
         for i in self._mutated:
             ref_ins[i] = ins[i].clone()
         expected = self._reference(ref_ins)
         got = self.fast(ins)
+        self._compare(got, expected, [(ins[i], ref_ins[i]) for i in self._mutated])
+        if self._checks_left == 0:
+            self._reference = None  # the XLA executable is not needed any more
+            self._on_passed()
+        return got
+
+    def _compare(self, got, expected, updated: list[tuple]) -> None:
         pairs = [(f"output {k}", g, e) for k, (g, e) in enumerate(zip(got, expected))]
-        pairs += [(f"input {i} (updated in place)", ins[i], ref_ins[i]) for i in self._mutated]
+        pairs += [(f"input {i} (updated in place)", g, e) for i, (g, e) in zip(self._mutated, updated)]
         for k, (what, g, e) in enumerate(pairs):
             undefined = k < len(got) and k in self._undefined
             problem = shape_difference(g, e) if undefined else difference(g, e, self._rtol)
             if problem:
                 raise CompiledProgramMismatch(
                     f"torch.compile(backend='neuron'): {self.name}: {what} {problem} between the simulator's "
-                    "fast executor (PyTorch's CPU kernels) and the piece's StableHLO program on XLA:CPU (what "
+                    f"fast executor ({self._fast_name}) and the piece's StableHLO program on XLA:CPU (what "
                     "a Trn host compiles). The piece's lowering is wrong: please report it with the files "
                     f"{_env.DEBUG_DIR}=dir writes. {_env.COMPILE_CHECK}=off skips this check; "
                     f"{_env.SIM_EXECUTOR}=xla runs the StableHLO program itself.")
-        if self._checks_left == 0:
-            self._reference = None  # the XLA executable is not needed any more
-            self._on_passed()
-        return got
+
+
+def _snapshot(values: list) -> list:
+    """Host copies of the tensors: the values of this moment, whatever later work does to the originals."""
+    devices = {v.device for v in values if isinstance(v, torch.Tensor) and v.device.type == "neuron"}
+    for d in devices:
+        dev.drain(d)
+    return [_host_copy(v) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _host_copy(t: torch.Tensor) -> torch.Tensor:
+    if not t.numel():  # no values to keep (AOTAutograd passes some empty inputs as meta placeholders)
+        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype)
+    return dev.host_view(t).clone()
+
+
+# checks running beside the programs, and the errors they found that nobody has been told of yet
+_lock = threading.Lock()
+_running: list[background.Task] = []
+_found: list[BaseException] = []
+_hooked: list[bool] = []
+
+
+def _later(check: Callable[[], None]) -> None:
+    def run() -> None:
+        try:
+            check()
+        except BaseException as e:  # noqa: BLE001 - raised at the next synchronising call
+            with _lock:
+                _found.append(e)
+
+    task = background.submit(run)
+    with _lock:
+        _running.append(task)
+        if not _hooked:
+            _hooked.append(True)
+            # threading's exit hooks run last-registered first: this one, after background's, runs before it
+            getattr(threading, "_register_atexit", lambda f: None)(_report_at_exit)
+            from ..device import _device
+
+            _device.add_synchronize_hook(wait_for_checks)
+
+
+def raise_found() -> None:
+    """Raise the first mismatch a background check found (called by every compiled program's call)."""
+    if _found:
+        with _lock:
+            errors, _found[:] = list(_found), []
+        raise errors[0]
+
+
+def wait_for_checks() -> None:
+    """Wait for the checks still running, then raise the first mismatch found (``torch.neuron.synchronize``)."""
+    with _lock:
+        tasks, _running[:] = list(_running), []
+    for task in tasks:
+        task.result()
+    raise_found()
+
+
+def _report_at_exit() -> None:
+    try:
+        wait_for_checks()
+    except BaseException as e:  # noqa: BLE001 - nothing is left to raise to
+        sys.stderr.write(f"torchneuron: found after the program's last synchronisation: {type(e).__name__}: {e}\n")
 
 
 def tolerance(dtypes) -> float:

@@ -15,7 +15,8 @@ _FIELDS = ("graphs_compiled", "cache_hits", "partition_cache_hits", "recompiles"
 _counts: dict[str, float] = dict.fromkeys(_FIELDS, 0)
 _fallback_ops: Counter[str] = Counter()
 # where compile time goes; "dynamo" is derived from Dynamo's own timers (get_dynamo_metrics)
-PHASES = ("dynamo", "aot_autograd", "partition", "lowering", "torch_mlir", "executable", "cross_check")
+PHASES = ("dynamo", "aot_autograd", "partition", "lowering", "torch_mlir", "executable", "cross_check",
+          "check_background")
 _phases: dict[str, float] = dict.fromkeys(PHASES, 0.0)
 _backend_seconds = [0.0]
 _graphs_seen: set[str] = set()
@@ -92,7 +93,9 @@ def get_dynamo_metrics() -> dict:
     phase_seconds: compile time by phase (dynamo: tracing bytecode and building guards; aot_autograd: the
     joint graph, functionalisation, runtime wrappers; partition: the forward/backward split; lowering: pieces
     to FX and decompositions; torch_mlir: FX to StableHLO; executable: XLA:CPU or neuronx-cc compiles and cache
-    loads; cross_check: running the StableHLO cross-check of a new piece's first call)."""
+    loads; cross_check: the StableHLO cross-check of a new piece's first call, as far as the caller waits for
+    it; check_background: the part of those checks a worker thread runs beside the program, off the critical
+    path)."""
     with _lock:
         out = {k: (round(v, 3) if k == "compile_seconds" else int(v)) for k, v in _counts.items()}
         out["fallback_ops"] = dict(_fallback_ops)

@@ -201,8 +201,11 @@ def call_on_host_views(fn: Callable[[list[torch.Tensor]], list], ins: list[torch
             direct[h.untyped_storage().data_ptr()] = t
         hosts.append(h)
     index = _index(device)
-    with _program_event(event, device), _C._OutputsOnDevice(index):
-        outs = fn(hosts)
+    try:
+        with _program_event(event, device), _C._OutputsOnDevice(index):
+            outs = fn(hosts)
+    except torch.OutOfMemoryError as e:
+        raise _in_program(e, event, device) from None
     hosts.clear()
     results: list = []
     for o in outs:

@@ -1,0 +1,121 @@
+"""Compiles that run beside the caller, on one worker thread.
+
+The simulator's cross-check compiles each new piece's StableHLO for XLA:CPU, but only needs the executable at
+the piece's first call. Started when the piece is built, the compile runs while the main thread lowers the
+next pieces and graphs: XLA releases the GIL while it compiles, so on two cores most of it is hidden.
+
+``result()`` on a task the worker has not started runs it on the calling thread (it is needed now; waiting
+behind other compiles would only idle). At interpreter exit, before any ``atexit`` handler (jax's clears its
+backends in one), queued tasks are dropped and the running one is waited for: no compile is cut off inside XLA.
+"""
+
+from __future__ import annotations
+
+import atexit
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class Task:
+    """One deferred call: runs once, on the worker or on the first thread that asks for its result."""
+
+    def __init__(self, fn: Callable[[], Any]):
+        self._fn: Callable[[], Any] | None = fn
+        self._claim_lock = threading.Lock()
+        self._claimed = False
+        self._done = threading.Event()
+        self._result: Any = None
+        self._error: BaseException | None = None
+
+    def claim(self) -> bool:
+        with self._claim_lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            return True
+
+    def run(self) -> None:
+        try:
+            self._result = self._fn()
+        except BaseException as e:  # noqa: BLE001 - re-raised on the thread that asks for the result
+            self._error = e
+        finally:
+            self._fn = None
+            self._done.set()
+
+    def drop(self) -> None:
+        if self.claim():
+            self._error = RuntimeError("torchneuron: a background compile was dropped at interpreter exit")
+            self._fn = None
+            self._done.set()
+
+    def result(self) -> Any:
+        if self.claim():
+            self.run()
+        else:
+            self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+_lock = threading.Lock()
+_queue: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
+_worker: threading.Thread | None = None
+_running: list[Task] = []
+_stopping = False
+
+
+def submit(fn: Callable[[], Any]) -> Task:
+    """Start ``fn`` on the worker; ``result()`` returns its value or raises its exception."""
+    global _worker
+    task = Task(fn)
+    with _lock:
+        if _stopping:
+            return task  # at exit: runs on the caller if anyone still asks
+        if _worker is None:
+            _worker = threading.Thread(target=_work, name="torchneuron-compile", daemon=True)
+            _worker.start()
+            # threading's exit hooks run before atexit's (private, but what concurrent.futures relies on)
+            getattr(threading, "_register_atexit", atexit.register)(_drop_queued)
+    _queue.put(task)
+    return task
+
+
+def on_worker() -> bool:
+    return threading.current_thread() is _worker
+
+
+def _work() -> None:
+    while True:
+        task = _queue.get()
+        if task is None:
+            return
+        if not task.claim():
+            continue
+        with _lock:
+            _running.append(task)
+        try:
+            task.run()
+        finally:
+            with _lock:
+                _running.remove(task)
+
+
+def _drop_queued() -> None:
+    global _stopping
+    with _lock:
+        _stopping = True
+        running = list(_running)
+    while True:
+        try:
+            task = _queue.get_nowait()
+        except queue.Empty:
+            break
+        if task is not None:
+            task.drop()
+    _queue.put(None)
+    for task in running:
+        task._done.wait()
