@@ -98,3 +98,31 @@ def test_dynamic_offset_on_partitions_is_rejected() -> None:
 
     with pytest.raises(NkiError, match="partition"):
         k(np.zeros((8, 16), np.float32), np.array([[2]], dtype=np.int32))
+
+
+# ---- a kernel named test_* is not collected by pytest (it is not a test function) ----
+
+def test_pytest_does_not_collect_a_kernel_named_like_a_test(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "test_kernel_named_test.py").write_text(
+        "import numpy as np\n"
+        "import torchneuron.nki.legacy as nki\n"
+        "import torchneuron.nki.legacy.language as nl\n\n"
+        "@nki.jit(mode='simulation')\n"
+        "def test_copy_kernel(a):\n"
+        "    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)\n"
+        "    nl.store(out, nl.load(a))\n"
+        "    return out\n\n"
+        "def test_the_kernel():\n"
+        "    a = np.arange(8, dtype=np.float32).reshape(2, 4)\n"
+        "    np.testing.assert_array_equal(test_copy_kernel(a), a)\n")
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", tmp_path.name],
+                       cwd=tmp_path.parent, env=env, capture_output=True, text=True, timeout=300)
+    assert "1 passed" in p.stdout and "error" not in p.stdout.lower(), p.stdout + p.stderr
+

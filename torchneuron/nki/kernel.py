@@ -81,6 +81,10 @@ def _grid_dims(key: Any, api: str) -> tuple[GridDim, ...]:
 class Kernel:
     """A function decorated with `jit`: call it (runs on the simulator) or index a grid first."""
 
+    # A kernel is never a test, whatever its name (AWS's SDK tests name one `test_nl_broadcast`): without
+    # this, pytest follows `__wrapped__` to the function and collects it as a test with missing fixtures.
+    __test__ = False
+
     def __init__(self, func: Callable[..., Any], api: str = "legacy", mode: str = "auto",
                  grid: tuple[GridDim, ...] = (), options: dict[str, Any] | None = None) -> None:
         if isinstance(func, Kernel):
