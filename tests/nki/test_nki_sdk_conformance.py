@@ -126,3 +126,24 @@ def test_pytest_does_not_collect_a_kernel_named_like_a_test(tmp_path) -> None:
                        cwd=tmp_path.parent, env=env, capture_output=True, text=True, timeout=300)
     assert "1 passed" in p.stdout and "error" not in p.stdout.lower(), p.stdout + p.stderr
 
+
+# ---- nki.profile, like nki.benchmark, takes `nt.tensor[[shape], dtype]` for an input (values unused) ----
+
+def test_profile_takes_tensor_type_stand_ins(tmp_path) -> None:
+    import json
+
+    import torchneuron.nki.legacy.typing as nt
+
+    def body(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.exp(nl.load(a)))
+        return out
+
+    real = nki.profile(working_directory=str(tmp_path / "real"))(body)
+    a = RNG.standard_normal((250, 512)).astype(np.float32)[:128]
+    np.testing.assert_allclose(real(a), np.exp(a), rtol=1e-5)  # a real input still computes its value
+    stand_in = nki.profile(working_directory=str(tmp_path / "stand_in"))(body)
+    out = stand_in(nt.tensor[[128, 512], nl.float32])
+    assert out.shape == (128, 512)
+    lat = [json.loads((tmp_path / d / "profile.json").read_text())["latency_ns"] for d in ("real", "stand_in")]
+    assert lat[0] == lat[1] > 0
