@@ -80,6 +80,9 @@ class IndexArray:
         return (axis, self.affine[1], self.affine[2])
 
     def _binary(self, other: Any, fn: Any, affine: tuple[int, int, int] | None = None) -> IndexArray:
+        if hasattr(other, "storage") and hasattr(other, "read"):  # `i_f + idx_tile[0, b]`: a tile's value
+            from .tensor import runtime_index  # (tensor imports this module)
+            other = runtime_index(other)
         runtime = self.runtime or bool(getattr(other, "runtime", False))
         if affine is not None:  # `k * 128 + i_p`: the values are made only if something reads them
             return IndexArray(None, runtime=runtime, affine=affine, shape=self._shape)

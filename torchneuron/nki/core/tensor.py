@@ -85,6 +85,13 @@ def oob(name: str, dim: int, lo: int, hi: int, size: int) -> Exception:
                 "keep indices inside the tensor, or guard the tail tile with a mask= predicate / smaller slice.")
 
 
+def runtime_index(t: NkiTensor) -> IndexArray:
+    """The values of an on-chip index tile as an index expression read while the kernel runs (indirect
+    access, or a dynamic offset such as `idx[0, b] + i_f` for nisa.tensor_copy_dynamic_src)."""
+    data_dependence.mark()
+    return IndexArray(t.read().astype(np.int64), runtime=True)
+
+
 class NkiTensor:
     """A tensor in HBM, SBUF or PSUM as a kernel sees it."""
 
@@ -391,8 +398,7 @@ class NkiTensor:
                 out.append(k)
                 continue
             if isinstance(k, NkiTensor):  # indirect: an on-chip index tile, known only when the kernel runs
-                data_dependence.mark()
-                k = IndexArray(k.read().astype(np.int64), runtime=True)
+                k = runtime_index(k)
             elif isinstance(k, Mask):
                 raise fail(ERR_SHAPE, "a predicate cannot index a tensor.", "pass it as mask= instead.")
             elif not isinstance(k, (slice, IndexArray, type(None), type(Ellipsis))):

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import views as _views
-from ..core.tensor import NkiTensor
+from ..core.indexing import IndexArray
+from ..core.tensor import NkiTensor, runtime_index
 from ..errors import ERR_INVALID_ARG, ERR_SHAPE, fail
 from .common import assign
 from .elementwise import copy_as, inplace_call, operator_call
@@ -34,7 +35,9 @@ class Tile(NkiTensor):
         assign(view, value)
 
     # ---- legacy tile operators (the current API's NkiTensor defines none: they raise there) ----
-    def _op(self, name: str, other: Any, reverse: bool = False) -> NkiTensor:
+    def _op(self, name: str, other: Any, reverse: bool = False) -> Any:
+        if isinstance(other, IndexArray):  # `idx_tile[0, b] + i_f`: a dynamic offset in an index expression
+            return _index_op(name, runtime_index(self), other, reverse)
         return operator_call(name, other, self) if reverse else operator_call(name, self, other)
 
     def __add__(self, o: Any) -> NkiTensor: return self._op("add", o)
@@ -113,3 +116,14 @@ class Tile(NkiTensor):
     def ap(self, pattern: Any, offset: int | None = None, scalar_offset: Any = None, vector_offset: Any = None,
            indirect_dim: int = 0, dtype: Any = None) -> NkiTensor:
         return _views.access_pattern(self, pattern, offset, scalar_offset, vector_offset, indirect_dim, dtype)
+
+
+_INDEX_OPS = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b, "multiply": lambda a, b: a * b}
+
+
+def _index_op(name: str, tile_index: IndexArray, expr: IndexArray, reverse: bool) -> IndexArray:
+    fn = _INDEX_OPS.get(name)
+    if fn is None:
+        raise fail(ERR_INVALID_ARG, f"an index tile and an index expression combined with '{name}'.",
+                   "offset an index expression by a tile value with + or - (or scale it with *).")
+    return fn(expr, tile_index) if reverse else fn(tile_index, expr)

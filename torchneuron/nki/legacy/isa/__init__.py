@@ -185,6 +185,32 @@ def tensor_copy(src: NkiTensor, mask: Any = None, dtype: Any = None, engine: Any
     return _returned(dst, mask)
 
 
+def _dynamic_free(view: Any, api: str, role: str) -> None:
+    """A dynamic copy reads its offset from SBUF for the free dimensions only (documented); a partition
+    index read from a tile is an indirect DMA (nl.load / nl.store), not this instruction."""
+    if not isinstance(view, NkiTensor) or view.buffer not in (SBUF, PSUM):
+        raise fail(ERR_INVALID_ARG, f"{api}: `{role}` must be a tile in SBUF or PSUM.",
+                   "index an on-chip tile at the dynamic offset (load it from HBM first).")
+    if any(b.runtime and b.dim == 0 for b in view.bounds):
+        raise fail(ERR_INVALID_ARG, f"{api}: the dynamic offset indexes the partition dimension of `{role}`.",
+                   "use the dynamic offset in a free dimension; move partitions with an indirect nl.load/nl.store.")
+
+
+def tensor_copy_dynamic_src(src: NkiTensor, mask: Any = None, dtype: Any = None, engine: Any = None) -> NkiTensor:
+    """A copy whose source sits at an offset read from SBUF while the kernel runs (`t[i_p, idx[0, b] + i_f]`)."""
+    _dynamic_free(src, "tensor_copy_dynamic_src", "src")
+    dst = _out(src.shape, dtype, src.dtype)
+    _ew.tensor_copy(dst, src, engine, mask_array(mask), api="tensor_copy_dynamic_src")
+    return _returned(dst, mask)
+
+
+def tensor_copy_dynamic_dst(dst: NkiTensor, src: Any, mask: Any = None, dtype: Any = None,
+                            engine: Any = None) -> None:
+    """A copy into `dst` at an offset read from SBUF while the kernel runs (the scatter of the above)."""
+    _dynamic_free(dst, "tensor_copy_dynamic_dst", "dst")
+    _ew.tensor_copy(dst, src, engine, mask_array(mask), api="tensor_copy_dynamic_dst")
+
+
 def tensor_copy_predicated(src: Any, dst: NkiTensor, predicate: Any, mask: Any = None, dtype: Any = None,
                            reverse_pred: bool = False) -> None:
     _sel.tensor_copy_predicated(dst, src, predicate, reverse_pred, mask_array(mask))
