@@ -35,8 +35,8 @@ def _row_reductions_through_dense_grid(x: np.ndarray, instruction: str) -> np.nd
 
 @pytest.mark.parametrize("instruction", ["tensor_scalar_reduce", "activation_reduce"])
 def test_reduce_res_through_a_dense_mgrid_partition_index(instruction: str) -> None:
-    # AWS's allocated SD-attention kernel writes its per-tile row max this way: `res[i_p, k]` names one
-    # element per partition (all of the grid's free lanes are the same address), and receives the row result
+    # AWS's allocated SD-attention kernel writes its per-tile row max this way: `res[i_p, k]` uses only the
+    # grid's partition variable, so it is a [128, 1] access that receives the row result
     x = np.random.default_rng(0).uniform(-2, 2, (128, 256)).astype(np.float32)
     blocks = x.reshape(128, 4, 64)
     want = blocks.max(axis=2) if instruction == "tensor_scalar_reduce" else np.exp(blocks).sum(axis=2)

@@ -148,18 +148,11 @@ def write(dst: NkiTensor, values: Any, mask: np.ndarray | None = None, api: str 
 
 
 def reduce_rows(api: str, reduce_res: NkiTensor, rows: np.ndarray) -> np.ndarray:
-    """An instruction's per-partition reduction `rows` (P values) shaped for its `reduce_res`. That is a
-    (P, 1) tile, or a view that names one element per partition through several lanes: `t[i_p, k]` with
-    `i_p` from `nl.mgrid[0:P, 0:F]` is dense like NumPy's mgrid, a (P, F) view whose F lanes are one
-    address, and every lane receives the row's result. A view of distinct elements is a shape error,
-    never a silent broadcast."""
+    """An instruction's per-partition reduction `rows` (P values) shaped for its `reduce_res`, which holds
+    one value per partition; any other shape is a shape error, never a silent broadcast."""
     rows = np.asarray(rows).reshape(-1)
     if reduce_res.size == rows.size:
         return rows.reshape(reduce_res.shape)
-    if reduce_res.pdim == 0 and reduce_res.partitions == rows.size:
-        offs = reduce_res.offsets().reshape(rows.size, -1)
-        if (offs == offs[:, :1]).all():
-            return np.broadcast_to(rows.reshape(-1, 1), offs.shape).reshape(reduce_res.shape)
     raise fail(ERR_SHAPE, f"'{api}' reduces to one value per partition ({rows.size}, 1) but reduce_res "
                f"`{reduce_res.name}` has shape {reduce_res.shape}.", "pass a (partitions, 1) reduce_res tile.")
 
