@@ -153,6 +153,25 @@ def test_sbuf_overflow_in_a_legacy_kernel_is_spilled_and_charged() -> None:
     assert report.latency_ns > 6 * ns  # every transfer shares the 16 queues; the spill ones wait for the rest
 
 
+def test_a_tile_reloaded_for_its_last_use_frees_its_room() -> None:
+    """`a` is spilled when `c` arrives (trn1: three 64 KiB tiles do not fit in 176 KiB) and comes back for
+    its last use; after that only `s2` and `p` are live (128 KiB), so `a` is the only round trip. A reload
+    that never ended would push `s2` out too (AWS's attention tutorial v3 then found no room at all)."""
+    def kernel(x0, x1, x2, x3):
+        out = lnl.ndarray(x0.shape, x0.dtype, buffer=lnl.shared_hbm)
+        a, b, c = lnl.load(x0), lnl.load(x1), lnl.load(x2)
+        s2 = lnl.add(lnl.add(c, b), a)
+        p = lnl.load(x3)
+        lnl.store(out, lnl.add(s2, p))
+        return out
+
+    rng = np.random.default_rng(6)
+    xs = [_f32(rng, 128, 16384) for _ in range(4)]
+    done = _run(kernel, *xs)
+    np.testing.assert_allclose(done.results, xs[2] + xs[1] + xs[0] + xs[3], rtol=1e-5)
+    assert done.report.sbuf_spill_bytes_per_partition == 65536
+
+
 def test_sbuf_that_fits_is_not_spilled() -> None:
     def kernel(x0, x1):
         out = lnl.ndarray(x0.shape, x0.dtype, buffer=lnl.shared_hbm)

@@ -79,6 +79,21 @@ class IndexArray:
             return None
         return (axis, self.affine[1], self.affine[2])
 
+    def varying(self) -> IndexArray:
+        """This expression with every axis it does not vary along cut to length 1. An `nl.mgrid` component
+        is dense like NumPy's, but an access depends only on the grid variables its expressions use:
+        `t[i_p, k * 1024 + i_f]` with `i_p` from `nl.mgrid[0:128, 0:4096]` and `i_f` from
+        `nl.mgrid[0:1, 0:1024]` is a [128, 1024] access (AWS's allocated SD-attention kernel)."""
+        if self.affine is not None:
+            axis = self.affine[0]
+            shape = tuple(n if d == axis else 1 for d, n in enumerate(self._shape))
+            return IndexArray(None, runtime=self.runtime, affine=self.affine, shape=shape)
+        v = self.values
+        for d in range(v.ndim):
+            if v.shape[d] > 1 and (v == v.take([0], axis=d)).all():
+                v = v.take([0], axis=d)
+        return IndexArray(v, runtime=self.runtime)
+
     def _binary(self, other: Any, fn: Any, affine: tuple[int, int, int] | None = None) -> IndexArray:
         if hasattr(other, "storage") and hasattr(other, "read"):  # `i_f + idx_tile[0, b]`: a tile's value
             from .tensor import runtime_index  # (tensor imports this module)

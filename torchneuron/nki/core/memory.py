@@ -247,6 +247,12 @@ class OnChipMemory:
                 heapq.heappush(heap, (back, 1, n, victim))
             used += iv.nbytes
             live.add(iv)
+            if tick > iv.first:
+                # a reload: its end event may already have been taken while it was out (reloaded for its
+                # last use, that event sorts first), so it ends again at its own end, never before now
+                end = iv.last if self.compiler_allocates and iv.last > iv.first else iv.last + 1
+                n += 1
+                heapq.heappush(heap, (max(end, tick), 0, n, iv))
             if used > peak:
                 peak = used
         self.peak["sbuf"] = peak

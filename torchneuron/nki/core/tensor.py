@@ -532,6 +532,10 @@ class NkiTensor:
             raise fail(ERR_1D_ARANGE, "a 1-D nl.arange indexes a multi-dimensional tensor.",
                        "give it a dimension, e.g. nl.arange(128)[:, None] for partitions and "
                        "nl.arange(512)[None, :] for the free dimension.")
+        # an access spans the grid variables its expressions use, not the extent of each dense grid
+        # (`t[i_p, k]` with i_p from nl.mgrid[0:128, 0:8] is [128, 1]): see IndexArray.varying
+        key = tuple(k.varying() if isinstance(k, IndexArray) else k for k in key)
+        arrays = [k for k in key if isinstance(k, IndexArray)]
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
         view = self._affine_as_slices(key, shape)
         if view is not None:

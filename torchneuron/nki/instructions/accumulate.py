@@ -12,7 +12,7 @@ from .. import cost
 from ..core import alu, context
 from ..core.tensor import NkiTensor
 from ..errors import ERR_INVALID_ARG, fail
-from .common import charge, output_mask, read, write
+from .common import charge, output_mask, read, reduce_rows, write
 from .elementwise import tensor_scalar
 
 _ACCUMULATORS = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum}
@@ -42,7 +42,7 @@ def vector_reduce(api: str, dst: NkiTensor, reduce_op: Any, reduce_res: NkiTenso
     red = alu.reduce(name, vals.reshape(dst.partitions, -1), (1,), True)
     red = fold_registers(api, red, name, reduce_cmd, reduce_init)
     if reduce_res is not None:
-        write(reduce_res, (-red if negate else red).reshape(reduce_res.shape), None, api)
+        write(reduce_res, reduce_rows(api, reduce_res, -red if negate else red), None, api)
     context.current().issue("vector", cost.MIN_II, (dst,), (reduce_res,) if reduce_res is not None else ())
 
 

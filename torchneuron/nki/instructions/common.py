@@ -147,6 +147,16 @@ def write(dst: NkiTensor, values: Any, mask: np.ndarray | None = None, api: str 
     dst.write(dtypes.cast(values, dst.dtype), mask_for(mask, dst.shape) if mask is not None else None)
 
 
+def reduce_rows(api: str, reduce_res: NkiTensor, rows: np.ndarray) -> np.ndarray:
+    """An instruction's per-partition reduction `rows` (P values) shaped for its `reduce_res`, which holds
+    one value per partition; any other shape is a shape error, never a silent broadcast."""
+    rows = np.asarray(rows).reshape(-1)
+    if reduce_res.size == rows.size:
+        return rows.reshape(reduce_res.shape)
+    raise fail(ERR_SHAPE, f"'{api}' reduces to one value per partition ({rows.size}, 1) but reduce_res "
+               f"`{reduce_res.name}` has shape {reduce_res.shape}.", "pass a (partitions, 1) reduce_res tile.")
+
+
 def output_mask(api: str, mask: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray | None:
     """A `mask=` over an instruction's output: which elements it writes. A mask that does not fit the
     output is an error, never ignored."""

@@ -32,6 +32,7 @@ from .common import (
     memo_engine_name,
     read,
     read_raw,
+    reduce_rows,
     write,
 )
 
@@ -283,7 +284,7 @@ def reduce_registers(api: str, out: np.ndarray, reduce_op: Any, reduce_res: NkiT
                    "use nisa.reduce_cmd.idle / reset / reduce / reset_reduce / load_reduce.")
     if reduce_res is not None:
         check_on_chip(reduce_res, api, "reduce_res")
-        write(reduce_res, regs[:p].reshape(reduce_res.shape), None, api)
+        write(reduce_res, reduce_rows(api, reduce_res, regs[:p]), None, api)
 
 
 def tensor_copy(dst: NkiTensor, src: Any, engine: Any = None, mask: np.ndarray | None = None,

@@ -23,6 +23,7 @@ from .common import (
     mask_array,
     output_mask,
     read,
+    reduce_rows,
     write,
 )
 from .accumulate import fold_registers
@@ -76,7 +77,7 @@ def _reduce_into(api: str, reduce_res: NkiTensor | None, reduce_op: Any, out: np
     red = alu.reduce(name, out.reshape(out.shape[0], -1), (1,), True)
     red = fold_registers(api, np.asarray(red, np.float32).reshape(-1, 1), name, reduce_cmd)
     if reduce_res is not None:
-        write(reduce_res, red.reshape(reduce_res.shape), None, api)
+        write(reduce_res, reduce_rows(api, reduce_res, red), None, api)
 
 
 def select_reduce(dst: NkiTensor, predicate: Any, on_true: Any, on_false: Any, reduce_res: NkiTensor | None = None,
