@@ -3,7 +3,7 @@
 The single source of truth for op coverage: read by torchneuron.lowering.coverage (fallback_ops(),
 the op policy) and rendered into docs/op_coverage.md."""
 
-GENERATED: dict[str, str] = {'torch': '2.13.0+cpu', 'torch-mlir': '20261001', 'jaxlib': '0.10.2', 'samples per op': '3', 'sweep seconds': '734'}
+GENERATED: dict[str, str] = {'torch': '2.13.0+cpu', 'torch-mlir': '20261001', 'jaxlib': '0.10.2', 'samples per op': '3', 'sweep seconds': '885'}
 
 # ATen overload -> lowered | mismatch | missing
 OVERLOADS: dict[str, str] = {
@@ -551,7 +551,6 @@ CAUSES: dict[str, str] = {
     'aten::hardshrink_backward': 'torch-mlir cannot lower torch.aten.hardshrink_backward to StableHLO: failed to legalize operation \'torch.operator\' that was explicitly marked illegal: %1 = "torch.operator"(%arg0, %arg1, %0) <{name = "torch.aten.hardshrink_backward"}> : (!torch.vtensor<[5,5],f32>, !torch.vtensor<[5,5],f32>…',
     'aten::index.Tensor': 'partial: cannot lower a graph with dynamic shapes (call_function aten.index.Tensor has symbolic size FakeTensor(..., size=(u0, 5))). StableHLO for Neuron is static-shape: trace with concrete example inputs (torch.compile(..., dynamic=False)), and lower once per input shape (pad or bucket variable…',
     'aten::index_fill.int_Scalar': "partial: torch-mlir cannot lower the graph to StableHLO: The element-type of reduction-region's result type at index 0 is expected to be promotable from the op's corresponding init-value element-type: 'tensor<f32>' vs 'tensor<i64>'",
-    'aten::index_select': 'partial: XLA:CPU rejected the StableHLO module: UNKNOWN: -:4:10: error: \'tensor.empty\' op unsupported op for export to XLA\n-:4:10: note: see current operation: %0 = "tensor.empty"() : () -> tensor<f32>\n\n(back end xla-cpu, simulating trn2; the module is in Lowered.stablehlo — please report it with the op…',
     'aten::is_coalesced': 'returns a non-tensor value',
     'aten::linalg_eig': 'torch-mlir cannot lower torch.aten.linalg_eig to StableHLO: failed to legalize operation \'torch.operator\' that was explicitly marked illegal: %0:2 = "torch.operator"(%arg0) <{name = "torch.aten.linalg_eig"}> : (!torch.vtensor<[0,0],f32>) -> (!torch.vtensor<[0],complex<f32>>…',
     'aten::linalg_matrix_exp': 'Tensor-likes are not close!; Mismatched elements: 1 / 125 (0.8%); Greatest absolute difference: 0.00027820467948913574 at index (2, 4, 1) (up to 0.0001 allowed)',
