@@ -57,3 +57,19 @@ def test_exit_drops_queued_tasks_and_finishes_the_running_one(tmp_path):
     assert res.returncode == 0, res.stderr
     assert marker.read_text() == "done"  # the running compile was not cut off
     assert not (tmp_path / "never").exists()  # the queued ones were dropped
+
+
+def test_a_forked_child_runs_its_tasks_itself(tmp_path):
+    script = (
+        "import os, threading\n"
+        "from torchneuron.compiler import background\n"
+        "gate = threading.Event()\n"
+        "background.submit(gate.wait)  # the parent's worker is busy at the fork\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os._exit(0 if background.submit(lambda: 7).result() == 7 else 1)\n"
+        "gate.set()\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "raise SystemExit(os.waitstatus_to_exitcode(status))\n")
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr

@@ -12,6 +12,7 @@ backends in one), queued tasks are dropped and the running one is waited for: no
 from __future__ import annotations
 
 import atexit
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -82,6 +83,17 @@ def submit(fn: Callable[[], Any]) -> Task:
             getattr(threading, "_register_atexit", atexit.register)(_drop_queued)
     _queue.put(task)
     return task
+
+
+def _forget_in_child() -> None:
+    """A forked child (a DataLoader worker) has no worker thread, and a lock held at the fork stays held:
+    it starts afresh (a task it inherited runs on whoever asks for its result)."""
+    global _lock, _queue, _worker, _stopping
+    _lock, _queue, _worker, _stopping = threading.Lock(), queue.SimpleQueue(), None, False
+    _running.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def on_worker() -> bool:

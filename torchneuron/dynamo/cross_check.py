@@ -18,6 +18,7 @@ and compares. A mismatch raises at the next call of a compiled program or at ``t
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -152,6 +153,14 @@ _lock = threading.Lock()
 _running: list[background.Task] = []
 _found: list[BaseException] = []
 _hooked: list[bool] = []
+
+
+def _forget_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()  # a lock held at the fork stays held in the child; its checks stay listed
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _later(check: Callable[[], None]) -> None:
