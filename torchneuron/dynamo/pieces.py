@@ -138,7 +138,7 @@ def lower_piece(sub: fx.GraphModule, compile_target: str, dump: Callable[[str, s
     if executor == "xla":
         # compiled now: a module XLA or neuronx-cc rejects makes its op eager (Program repartitions)
         with metrics.timed_phase("executable"):
-            return stablehlo_program(driver.compile(record.stablehlo, target=compile_target))
+            return stablehlo_program(driver.compile(record.stablehlo, target=compile_target, kind="graph"))
     if executor == "inductor":
         from .inductor_executor import InductorPiece
 

@@ -14,6 +14,7 @@ import numpy as np
 import sys
 
 from ..errors import ERR_ARANGE_CONTROL_FLOW, fail
+from . import data_dependence
 from . import short_circuit as _short_circuit
 from .short_circuit import PENDING as _PENDING
 
@@ -96,7 +97,6 @@ class IndexArray:
 
     def _binary(self, other: Any, fn: Any, affine: tuple[int, int, int] | None = None) -> IndexArray:
         if hasattr(other, "storage") and hasattr(other, "read"):  # `i_f + idx_tile[0, b]`: a tile's value
-            from .tensor import runtime_index  # (tensor imports this module)
             other = runtime_index(other)
         runtime = self.runtime or bool(getattr(other, "runtime", False))
         if affine is not None:  # `k * 128 + i_p`: the values are made only if something reads them
@@ -254,3 +254,10 @@ def split_shape(shape: Any) -> tuple[tuple[int, ...], int]:
             axis = i
         plain.append(int(s))
     return tuple(plain), axis
+
+
+def runtime_index(tile: Any) -> IndexArray:
+    """The values of an on-chip index tile (an NkiTensor) as an index expression read while the kernel runs
+    (indirect access, or a dynamic offset such as `idx[0, b] + i_f` for nisa.tensor_copy_dynamic_src)."""
+    data_dependence.mark()
+    return IndexArray(tile.read().astype(np.int64), runtime=True)

@@ -25,9 +25,8 @@ from ..errors import (
     ERR_TRUTH_VALUE,
     fail,
 )
-from . import data_dependence
 from .buffers import Buffer, Storage
-from .indexing import IndexArray, Mask, MGridResult
+from .indexing import IndexArray, Mask, MGridResult, runtime_index
 
 
 _ROW_MAJOR: dict[tuple[int, ...], tuple[int, ...]] = {}  # a kernel allocates the same few shapes over and over
@@ -83,13 +82,6 @@ def oob(name: str, dim: int, lo: int, hi: int, size: int) -> Exception:
     return fail(ERR_OOB, f"Out-of-bound access for tensor `{name}` on dimension {dim}: index range "
                 f"[{lo}, {hi}] exceed dimension size of {size}.",
                 "keep indices inside the tensor, or guard the tail tile with a mask= predicate / smaller slice.")
-
-
-def runtime_index(t: NkiTensor) -> IndexArray:
-    """The values of an on-chip index tile as an index expression read while the kernel runs (indirect
-    access, or a dynamic offset such as `idx[0, b] + i_f` for nisa.tensor_copy_dynamic_src)."""
-    data_dependence.mark()
-    return IndexArray(t.read().astype(np.int64), runtime=True)
 
 
 class NkiTensor:

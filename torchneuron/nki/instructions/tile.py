@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import views as _views
-from ..core.indexing import IndexArray
-from ..core.tensor import NkiTensor, runtime_index
+from ..core.indexing import IndexArray, runtime_index
+from ..core.tensor import NkiTensor
 from ..errors import ERR_INVALID_ARG, ERR_SHAPE, fail
 from .common import assign
 from .elementwise import copy_as, inplace_call, operator_call
