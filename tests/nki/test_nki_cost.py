@@ -135,7 +135,7 @@ def test_dma_transpose_uses_the_transpose_hardware_on_trn2(monkeypatch: pytest.M
     @nki.jit
     def k(x):
         t = nl.ndarray((128, 128), nl.bfloat16, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=x.permute(1, 0))   # plain DMA of a transposed view: element descriptors
+        nisa.dma_copy(dst=t, src=x.permute(1, 0))   # plain DMA of a transposed view: element-strided HBM
         u = nl.ndarray((128, 128), nl.bfloat16, buffer=nl.sbuf)
         nisa.dma_transpose(dst=u, src=x)
 
@@ -144,9 +144,11 @@ def test_dma_transpose_uses_the_transpose_hardware_on_trn2(monkeypatch: pytest.M
     model.dma(128 * 128 * 2, 128)
     by_rows = model.busy["dma"]
     busy = nki.estimate(k, x).engine_busy_ns["dma"]
-    # element descriptors: one per element, each paying the descriptor cost
-    element_wise = (128 * 128 * cost.DMA_DESCRIPTOR_NS + 128 * 128 * 2 / TRN2.dma_bytes_per_ns_per_engine) / 16
+    # an element-strided HBM side: one descriptor per SBUF partition row, each 2-byte element a 32-byte burst
+    element_wise = (128 * cost.DMA_DESCRIPTOR_NS
+                    + 128 * 128 * cost.HBM_BURST_BYTES / TRN2.dma_bytes_per_ns_per_engine) / 16
     assert busy == pytest.approx(by_rows + element_wise)
+    assert element_wise > 2 * by_rows  # the transpose hardware moves whole rows
 
 
 def test_estimate_with_annotation_placeholders() -> None:

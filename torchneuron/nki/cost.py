@@ -32,6 +32,12 @@ DMA_LATENCY_NS = 1300.0     # DMA cross-engine latency
 # 17 B/ns that is the time of 1190 bytes: 256 B runs reach 18 % of a queue's bandwidth, 2 KiB 63 %, 4 KiB
 # 77 %, 16 KiB 93 %.
 DMA_DESCRIPTOR_NS = 70.0
+# HBM is read and written in bursts: a 64-bit (HBM2e) or 32-bit (HBM3/3e) pseudo-channel with burst length 4 or
+# 8 moves 32 bytes per access (JEDEC JESD235/JESD238), so a run shorter than that still costs a whole burst of
+# queue time. Runs this short are not descriptors of their own: the DMA engine walks an element-strided HBM
+# access pattern inside the descriptor of the on-chip side's partition row (the transfer's "packets, one per
+# engine per group of SBUF partitions", AWS's Neuron Explorer DMA guide). `instructions.dma.record_dma`.
+HBM_BURST_BYTES = 32
 # A transfer may fill one of this many most recent idle gaps of a queue (`CostModel.dma`); older gaps count as
 # busy. It bounds the look-back (and the search: a kernel leaves a gap per waiting store); the published
 # tutorials' estimates are the same for 8 and for 64.
@@ -141,7 +147,8 @@ class CostModel:
         self.flops += flops
         self._finish(writes, start + ns + latency_cycles / clock)
 
-    def dma(self, nbytes: float, chunks: int, reads: Any = (), writes: Any = (), after: float = 0.0) -> None:
+    def dma(self, nbytes: float, chunks: int, reads: Any = (), writes: Any = (), after: float = 0.0,
+            moved: float | None = None) -> None:
         """A transfer's descriptors (one per contiguous run) spread over up to all queues at once; each
         queue moves its share of the bytes and pays `DMA_DESCRIPTOR_NS` per descriptor.
 
@@ -149,12 +156,14 @@ class CostModel:
         the engine that produced its source (a store after the compute it drains, a load of kernel inputs at
         once), so a store waiting for its data does not hold back a later, independent load. A transfer
         takes the earliest time at which enough queues are idle for its whole duration (it may fill a gap
-        that an earlier, waiting transfer left)."""
+        that an earlier, waiting transfer left). `moved`: the bytes the queues spend time on when that is
+        more than `nbytes` (whole HBM bursts for element-strided runs)."""
         chunks = max(chunks, 1)
         free = self.dma_free
         n = len(free)
         lanes = min(n, chunks)
-        ns = (chunks * DMA_DESCRIPTOR_NS + nbytes / self.target.dma_bytes_per_ns_per_engine) / lanes
+        wire = nbytes if moved is None or moved < nbytes else moved
+        ns = (chunks * DMA_DESCRIPTOR_NS + wire / self.target.dma_bytes_per_ns_per_engine) / lanes
         t = max(self._deps(reads), after)
         if lanes == n and t >= max(free):  # after everything queued so far: no gap to look at
             start = t

@@ -129,7 +129,13 @@ def _on_chip(shape: Any, dtype: Any, buffer: Any, name: str, resolved: _Buffer |
     plain, paxis = split_shape(shape)
     block_bytes = int(np.prod(plain[paxis + 1:], dtype=np.int64)) * _dt.itemsize(_dt.as_dtype(dtype))
     tiles = buffer.physical_tiles(plain[:paxis], plain[paxis], block_bytes)
-    return _allocate(shape, dtype, buffer.buffer, name, physical_tiles=tiles)
+    t = _allocate(shape, dtype, buffer.buffer, name, physical_tiles=tiles)
+    live = getattr(t.storage, "live", None)
+    if live is not None and hasattr(live, "interval"):  # accounted: the banks it names (core.memory.finish)
+        target = _ctx.current().target
+        live.interval.banks = buffer.psum_banks(plain[:paxis], plain[paxis], block_bytes, target.psum_bank_bytes,
+                                                target.psum_banks)
+    return t
 
 
 def ndarray(shape: Any, dtype: Any, buffer: Any = None, name: str = "", address: Any = None,

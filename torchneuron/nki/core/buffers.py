@@ -176,6 +176,7 @@ class Placement:
     buffer: Buffer
     free_tiles: int | None = None                    # modulo allocation: blocks share this many tiles
     address_of: Any = None                           # alloc(func): block index -> (partition, byte offset)
+    base_bank: int = 0                               # psum.mod_alloc: the first bank of the modulo tiles
 
     def physical_tiles(self, block_shape: tuple[int, ...], partitions: int, bytes_per_block: int) -> int | None:
         if self.address_of is not None:
@@ -184,3 +185,22 @@ class Placement:
                          for idx in itertools.product(*(range(n) for n in block_shape))}
             return max(len(addresses), 1)
         return self.free_tiles
+
+    def psum_banks(self, block_shape: tuple[int, ...], partitions: int, bytes_per_block: int, bank_bytes: int,
+                   banks: int) -> frozenset[int] | None:
+        """The PSUM banks a placed tensor names (None: not PSUM, or an address function whose answer is not
+        `(bank, ...)`). A modulo allocation lays its tiles on consecutive banks from `base_bank`, each tile on
+        whole banks (`num_bank_tiles`); `psum.alloc(func)` returns `(bank, partition, byte offset)` per block."""
+        if self.buffer.name != "psum":
+            return None
+        if self.address_of is not None:
+            found = set()
+            for idx in itertools.product(*(range(n) for n in block_shape)):
+                address = self.address_of(idx=idx, pdim_size=partitions, fdim_size=bytes_per_block)
+                if not isinstance(address, (tuple, list)) or not address or not isinstance(address[0], int):
+                    return None
+                found.add(address[0] % banks)
+            return frozenset(found)
+        per_tile = max(-(-bytes_per_block // bank_bytes), 1)
+        count = min(math.prod(block_shape) if block_shape else 1, self.free_tiles or 1) * per_tile
+        return frozenset((self.base_bank + i) % banks for i in range(min(count, banks)))

@@ -84,12 +84,14 @@ class KernelRun:
         self.cost.compute(engine, cycles, self._operands(reads, tick), self._operands(writes, tick),
                           latency_cycles, flops)
 
-    def issue_dma(self, nbytes: float, descriptors: int, src: NkiTensor, dst: NkiTensor) -> None:
-        """A DMA of `nbytes` cut into `descriptors` contiguous runs."""
+    def issue_dma(self, nbytes: float, descriptors: int, src: NkiTensor, dst: NkiTensor,
+                  moved: float | None = None) -> None:
+        """A DMA of `nbytes` cut into `descriptors` runs (`moved`: queue bytes, if whole bursts exceed them)."""
         if not self.accounting:
             return
         tick = self.memory.tick = self.memory.tick + 1
-        self.cost.dma(nbytes, descriptors, self._operands((src,), tick), self._operands((dst,), tick))
+        self.cost.dma(nbytes, descriptors, self._operands((src,), tick), self._operands((dst,), tick),
+                      moved=moved)
 
     def issue_move(self, reads: Iterable[Any], writes: Iterable[Any]) -> None:
         """A value landing in a tile at no cost (an assignment the compiler folds into the producer)."""

@@ -42,9 +42,10 @@ _TICK_AND_KIND = operator.itemgetter(0, 1)  # live-range events sort by instruct
 class Interval:
     """One live range: `nbytes` per partition from instruction `first` to `last` (inclusive)."""
 
-    __slots__ = ("first", "last", "uses", "nbytes", "kind", "_name", "where")
+    __slots__ = ("first", "last", "uses", "nbytes", "kind", "_name", "where", "banks")
 
     def __init__(self, nbytes: int, kind: str, name: str | tuple[str, int], where: Any) -> None:
+        self.banks: frozenset[int] | None = None  # a placed PSUM tensor: the banks it names
         self.first = -1
         self.last = -1
         self.uses: list[int] = []  # every instruction touching it, in order (where a spilled range comes back)
@@ -155,6 +156,16 @@ class OnChipMemory:
         self.intervals.append(iv)
         storage.live = Whole(iv)
 
+    def fold(self, storage: Storage, fresh: bool | None = None) -> None:
+        """The result the last instruction produced was written straight into the tile it is assigned to
+        (`t[...] = nisa.nc_matmul(...)`, `psum += nc_matmul(...)`): it never needed room of its own, so its
+        range leaves the sweep (a later read of it starts a range there). `fresh`: `produced_last` asked
+        before the move that carried its readiness touched it."""
+        if fresh if fresh is not None else self.produced_last(storage):
+            iv = storage.live.interval
+            iv.first = iv.last = -1
+            iv.uses.clear()
+
     def produced_last(self, storage: Storage) -> bool:
         """Whether the most recent instruction was the last (so far the only) one to touch `storage`."""
         live = storage.live
@@ -178,7 +189,22 @@ class OnChipMemory:
         used = peak = 0
         live: set[Interval] = set()
         limit = self.capacity("psum")
+        bank_bytes = self.target.psum_bank_bytes
+        # Placed tensors (psum.mod_alloc / psum.alloc) sit on the banks the kernel named: tensors named on the
+        # same bank share it (the kernel orders their uses), and the compiler never moves or spills them.
+        placed: dict[int, int] = {}  # bank -> live placed tensors on it
         for _, starts, iv in events:
+            if iv.banks is not None:
+                before = len(placed) * bank_bytes
+                for b in iv.banks:
+                    n = placed.get(b, 0) + (1 if starts else -1)
+                    if n:
+                        placed[b] = n
+                    else:
+                        placed.pop(b, None)
+                used += len(placed) * bank_bytes - before
+                peak = max(peak, used)
+                continue
             if not starts:
                 if iv in live:  # (a spilled PSUM range never was)
                     used -= iv.nbytes

@@ -295,6 +295,8 @@ def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
         # a result the previous instruction just produced is written into the tile by that instruction
         # itself (the compiler folds the copy): it does not stay live for the assignment
         src = [] if not run.accounting or run.memory.produced_last(value.storage) else [value]
+        if run.accounting and not src:
+            run.memory.fold(value.storage)
     else:
         vals = np.asarray(value)
         vals = vals.astype(np.float32) if vals.dtype == np.float64 else vals

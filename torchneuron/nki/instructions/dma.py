@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import cost, dtypes
 from ..core import alu, context
 from ..core.buffers import HBM, SBUF, SHARED_HBM, Storage
 from ..core.tensor import NkiTensor
@@ -53,13 +53,24 @@ def _chunks(t: NkiTensor) -> int:
 
 def record_dma(src: NkiTensor, dst: NkiTensor, hw_transpose: bool = False) -> None:
     """Charge a transfer. A hardware DMA transpose (NC-v3+) reads and writes whole rows, so only the
-    destination's runs count; without it a transposing copy moves one element per descriptor."""
+    destination's runs count. Otherwise each contiguous run is a descriptor, except HBM runs shorter than
+    an HBM burst (an element-strided side, e.g. a transposing store): those are walked inside the on-chip
+    side's partition-row descriptors, each run costing one whole burst (`cost.HBM_BURST_BYTES`)."""
     run = context.current()
     if not run.accounting:
         return
     nbytes = dst.size * dtypes.itemsize(dst.dtype)
-    runs = _chunks(dst) if hw_transpose else max(_chunks(src), _chunks(dst))
-    run.issue_dma(nbytes, runs, src, dst)
+    if hw_transpose:
+        run.issue_dma(nbytes, _chunks(dst), src, dst)
+        return
+    src_runs, dst_runs = _chunks(src), _chunks(dst)
+    runs, moved = max(src_runs, dst_runs), None
+    for hbm, hbm_runs, chip, chip_runs in ((src, src_runs, dst, dst_runs), (dst, dst_runs, src, src_runs)):
+        if hbm.buffer.is_hbm and chip.buffer.on_chip and hbm_runs > chip_runs:
+            run_bytes = hbm.size * dtypes.itemsize(hbm.dtype) / hbm_runs
+            if run_bytes < cost.HBM_BURST_BYTES:
+                runs, moved = chip_runs, hbm_runs * cost.HBM_BURST_BYTES
+    run.issue_dma(nbytes, runs, src, dst, moved)
 
 
 def _check_indirect(view: NkiTensor, mask: np.ndarray | None) -> None:

@@ -393,8 +393,11 @@ def inplace_call(name: str, target: NkiTensor, other: Any) -> None:
         # `psum += nl.matmul(...)`: the matmul accumulates in PSUM itself. Elements never written start
         # the accumulation group (on hardware the group's first matmul overwrites), so an uninitialised
         # `nl.ndarray(..., buffer=nl.psum)` accumulator works as on hardware.
+        fresh = run.accounting and run.memory.produced_last(other.storage)
         if matmul_group.merge_into(target, other):
             run.issue_move((target, other), (target,))
+            if fresh:
+                run.memory.fold(other.storage, fresh)  # the matmul accumulated into `target` itself
             return
         incoming = read(other)
         started = target.written_values()
@@ -402,6 +405,8 @@ def inplace_call(name: str, target: NkiTensor, other: Any) -> None:
         produced = other.storage.result_mask if other.shape == other.storage.shape else None
         write(target, values, mask_for(produced, target.shape) if produced is not None else None, "+=")
         run.issue_move((target, other), (target,))
+        if fresh:
+            run.memory.fold(other.storage, fresh)  # the matmul accumulated into `target` itself
         return
     if isinstance(other, NkiTensor):
         tensor_tensor(target, target, other, name, api=f"{name}=")

@@ -34,7 +34,7 @@ class _PsumAllocator(_SbufAllocator):
 
     def mod_alloc(self, base_bank: int = 0, *, base_addr: int = 0,  # type: ignore[override]
                   num_bank_tiles: tuple[int, ...] = ()) -> Placement:
-        return Placement(self.buffer, math.prod(num_bank_tiles) if num_bank_tiles else 1)
+        return Placement(self.buffer, math.prod(num_bank_tiles) if num_bank_tiles else 1, base_bank=base_bank)
 
 
 sbuf = _SbufAllocator()
