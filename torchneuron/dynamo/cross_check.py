@@ -156,8 +156,12 @@ _hooked: list[bool] = []
 
 
 def _forget_in_child() -> None:
+    """A forked child (a DataLoader worker) leaves the parent's checks to the parent (one running there would
+    never finish here), and a lock held at the fork stays held: it starts afresh."""
     global _lock
-    _lock = threading.Lock()  # a lock held at the fork stays held in the child; its checks stay listed
+    _lock = threading.Lock()
+    _running.clear()
+    _found.clear()
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
