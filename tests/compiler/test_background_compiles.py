@@ -73,3 +73,19 @@ def test_a_forked_child_runs_its_tasks_itself(tmp_path):
         "raise SystemExit(os.waitstatus_to_exitcode(status))\n")
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
+
+
+def test_the_worker_runs_its_aten_ops_on_one_openmp_thread():
+    """A team of the worker's own would make libgomp stop spinning between the main thread's parallel regions
+    (more managed threads than cores): every training step would pay futex wake-ups."""
+    import torch
+
+    main = torch.get_num_threads()
+    gate = threading.Event()
+    background.submit(gate.wait)  # the worker is running (and set up) once this task starts
+    on_worker = background.submit(torch.get_num_threads)
+    gate.set()
+    while not on_worker._done.wait(0.01):  # let the worker run it, not this thread
+        pass
+    assert on_worker.result() == 1
+    assert torch.get_num_threads() == main

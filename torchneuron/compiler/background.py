@@ -12,6 +12,7 @@ backends in one), queued tasks are dropped and the running one is waited for: no
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
 import queue
 import threading
@@ -100,7 +101,26 @@ def on_worker() -> bool:
     return threading.current_thread() is _worker
 
 
+def _one_openmp_thread() -> None:
+    """The worker's ATen ops (the check's copies and comparison) run on this thread alone. With a team of its
+    own, libgomp would manage more threads than there are cores and stop spinning between parallel regions:
+    every region of the main thread would then pay a futex wake-up (a tiny Llama's compiled training step
+    1.8x slower on two cores). The OpenMP thread count is per calling thread, so the main thread keeps its."""
+    import torch
+
+    torch.get_num_threads()  # ATen's per-thread OpenMP set-up runs first (it would undo the setting)
+    try:
+        with open("/proc/self/maps") as maps:
+            runtime = next((line.split()[-1] for line in maps if "libgomp" in line or "libiomp" in line
+                            or "libomp." in line), None)
+    except OSError:  # not Linux: leave the runtime alone
+        return
+    if runtime is not None:
+        ctypes.CDLL(runtime).omp_set_num_threads(1)
+
+
 def _work() -> None:
+    _one_openmp_thread()
     while True:
         task = _queue.get()
         if task is None:
