@@ -178,10 +178,10 @@ _FAST_NAMES = {"aten": "PyTorch's CPU kernels", "inductor": "inductor's CPU code
 def _compile_check(stablehlo: str, compile_target: str) -> Any:
     from ..compiler import driver
 
-    if background.on_worker():  # its time is counted in the background check's phase
-        return driver.compile(stablehlo, target=compile_target, kind="check")
-    # asked for (TORCHNEURON_COMPILE_CHECK=every) before the worker reached it: on the caller's critical path
-    with metrics.timed_phase("executable"):
+    # on the worker (it runs before the piece's check task, FIFO) its time is off the critical path; asked for
+    # before the worker reached it (TORCHNEURON_COMPILE_CHECK=every), the caller waits for it
+    phase = "check_background" if background.on_worker() else "executable"
+    with metrics.timed_phase(phase):
         return driver.compile(stablehlo, target=compile_target, kind="check")
 
 
