@@ -4,7 +4,6 @@ broadcast operands, DMA served by readiness, SBUF spills, and the published tuto
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -94,7 +93,8 @@ def test_nl_mean_is_one_pass_over_the_row() -> None:
 
 
 def _storage(uid):
-    return SimpleNamespace(uid=uid)
+    """What the cost model keeps of an operand: its storage's uid."""
+    return uid
 
 
 def _transfer_ns(bytes_per_row, rows=128):
@@ -111,8 +111,8 @@ def test_a_store_waiting_for_its_data_does_not_hold_back_a_later_load() -> None:
     model.dma(128 * 4096, 128, reads=(a,), writes=(out,))
     model.dma(128 * 4096, 128, writes=(b,))
     ns = _transfer_ns(4096)
-    assert model.ready[b.uid] == pytest.approx(ns + cost.DMA_LATENCY_NS)
-    assert model.ready[out.uid] == pytest.approx(10_000 + ns + cost.DMA_LATENCY_NS)
+    assert model.ready[b] == pytest.approx(ns + cost.DMA_LATENCY_NS)
+    assert model.ready[out] == pytest.approx(10_000 + ns + cost.DMA_LATENCY_NS)
 
 
 def test_a_transfer_only_takes_a_gap_it_fits_in() -> None:
@@ -124,11 +124,11 @@ def test_a_transfer_only_takes_a_gap_it_fits_in() -> None:
     model.dma(128 * 4096, 128, reads=(a,), writes=(out,))
     ns = _transfer_ns(4096)
     model.dma(128 * 4096, 128, writes=(b,))
-    assert model.ready[b.uid] == pytest.approx(1_000 + 2 * ns + cost.DMA_LATENCY_NS)
+    assert model.ready[b] == pytest.approx(1_000 + 2 * ns + cost.DMA_LATENCY_NS)
     short = _transfer_ns(512)
     assert short < 1_000
     model.dma(128 * 512, 128, writes=(c,))
-    assert model.ready[c.uid] == pytest.approx(short + cost.DMA_LATENCY_NS)
+    assert model.ready[c] == pytest.approx(short + cost.DMA_LATENCY_NS)
 
 
 def test_sbuf_overflow_in_a_legacy_kernel_is_spilled_and_charged() -> None:
@@ -231,7 +231,7 @@ def test_only_the_most_recent_gaps_can_be_filled() -> None:
     for i in range(gaps):
         a = _storage(100 + i)
         model.compute("vector", 1, writes=(a,))
-        model.ready[a.uid] = (i + 1) * (ns + 1_000)  # store i's data: ready 1 us after store i-1 ends
+        model.ready[a] = (i + 1) * (ns + 1_000)  # store i's data: ready 1 us after store i-1 ends
         model.dma(128 * 4096, 128, reads=(a,), writes=(_storage(200 + i),))
     c = _storage(1)
     model.dma(128 * 512, 128, writes=(c,))
@@ -239,4 +239,4 @@ def test_only_the_most_recent_gaps_can_be_filled() -> None:
     k = gaps - 1 - cost.DMA_REORDER_GAPS
     gap_start = (k + 1) * (ns + 1_000) + ns
     assert short < 1_000
-    assert model.ready[c.uid] == pytest.approx(gap_start + short + cost.DMA_LATENCY_NS)
+    assert model.ready[c] == pytest.approx(gap_start + short + cost.DMA_LATENCY_NS)

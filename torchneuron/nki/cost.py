@@ -3,7 +3,8 @@
 Each instruction costs what the documented cost model says ("Estimated instruction cost" in the ISA docs and
 the architecture guides) at the target's engine clock. Engines run in parallel; an instruction starts when its
 engine is free and the data it reads has been produced (read-after-write on whole allocations; the compiler's
-multi-buffering is assumed to remove write-after-read stalls). DMA is 16 queues at the per-engine bandwidth,
+multi-buffering removes write-after-read stalls as far as SBUF and PSUM hold the tiles in flight, which
+`core.room` enforces). DMA is 16 queues at the per-engine bandwidth,
 each transfer with a fixed completion latency. The estimate is a model, not a measurement: `neuron-profile`
 on a Trn host is the ground truth.
 """
@@ -116,27 +117,28 @@ class CostModel:
     def _deps(self, reads: Any) -> float:
         ready = self.ready
         out = 0.0
-        for s in reads:
-            t = ready.get(s.uid, 0.0)
+        for uid in reads:
+            t = ready.get(uid, 0.0)
             if t > out:
                 out = t
         return out
 
     def _finish(self, writes: Any, done: float) -> None:
         ready = self.ready
-        for s in writes:
-            if ready.get(s.uid, 0.0) < done:
-                ready[s.uid] = done
+        for uid in writes:
+            if ready.get(uid, 0.0) < done:
+                ready[uid] = done
             else:
-                ready.setdefault(s.uid, 0.0)
+                ready.setdefault(uid, 0.0)
         if done > self.end:
             self.end = done
 
     def compute(self, engine: str, cycles: float, reads: Any = (), writes: Any = (), latency_cycles: float = 0.0,
-                flops: float = 0.0) -> None:
+                flops: float = 0.0, after: float = 0.0) -> float:
+        """Schedules one instruction; returns when it ends (its operands' room is free from then on)."""
         clock = self._clocks[engine]
         ns = cycles / clock
-        start = max(self.engine_free[engine], self._deps(reads))
+        start = max(self.engine_free[engine], self._deps(reads), after)
         shares_port = self.target.generation == 2 and engine in ("vector", "gpsimd")
         if shares_port:
             start = max(start, self.sbuf_port_free)
@@ -146,9 +148,10 @@ class CostModel:
         self.counts[engine] += 1
         self.flops += flops
         self._finish(writes, start + ns + latency_cycles / clock)
+        return start + ns
 
     def dma(self, nbytes: float, chunks: int, reads: Any = (), writes: Any = (), after: float = 0.0,
-            moved: float | None = None) -> None:
+            moved: float | None = None) -> float:
         """A transfer's descriptors (one per contiguous run) spread over up to all queues at once; each
         queue moves its share of the bytes and pays `DMA_DESCRIPTOR_NS` per descriptor.
 
@@ -192,6 +195,7 @@ class CostModel:
         self.counts["dma"] += 1
         self.dma_bytes += nbytes
         self._finish(writes, end + DMA_LATENCY_NS)
+        return end
 
     def _fit(self, q: int, t: float, ns: float) -> float:
         return _fit(self.dma_starts[q], self.dma_ends[q], t, ns)
@@ -210,9 +214,11 @@ class CostModel:
         for _ in range(2):
             self.dma(bytes_per_partition * partitions, partitions, after=self.end)
 
-    def sync(self, reads: Any = (), writes: Any = ()) -> None:
+    def sync(self, reads: Any = (), writes: Any = (), after: float = 0.0) -> float:
         """A zero-cost data move (e.g. assigning an instruction's result into a tile): carry readiness."""
-        self._finish(writes, self._deps(reads))
+        done = max(self._deps(reads), after)
+        self._finish(writes, done)
+        return done
 
 
 def _fit(starts: list[float], ends: list[float], t: float, ns: float) -> float:

@@ -327,7 +327,9 @@ def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         if data_dependence.steered():
             steered.append(i)
         if run.accounting:
-            for iv in run.memory.finish():
+            spilled = run.memory.finish()
+            run.schedule()
+            for iv in spilled:
                 # a spilled PSUM tile is copied out to SBUF and back in (Vector engine, fp32 elements)
                 elems = max(iv.nbytes // 4, 1)
                 run.cost.compute("vector", 2 * max(cost.MIN_II, elems) + 2 * cost.SBUF_ACCESS_CYCLES)

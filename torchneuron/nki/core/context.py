@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ERR_OUTSIDE_KERNEL, fail
 from ..hardware import Target
+from . import room
 from .memory import OnChipMemory, Whole
 from .scoped import scoped
 from .tensor import NkiTensor
 
 if TYPE_CHECKING:
     from ..cost import CostModel
-    from .buffers import Storage
 
 
 @dataclass
@@ -50,13 +50,17 @@ class KernelRun:
     # False for a repeat of a launch signature that already ran fully checked (nki.launch_signatures): the
     # values are computed as always, the cost model and the on-chip live ranges are not kept
     accounting: bool = True
+    # the instructions issued, for the cost model once the live ranges are known (core.room.replay)
+    log: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # a repeat keeps no live ranges (every use of `memory` is behind `accounting`)
         self.memory = OnChipMemory(self.target, compiler_allocates=self.api == "legacy") \
             if self.accounting else None  # type: ignore[assignment]
 
-    def _operands(self, tensors: Iterable[Any], tick: int) -> list[Storage]:
+    def _operands(self, tensors: Iterable[Any], tick: int) -> list[int]:
+        """Makes the tensors' storages live at `tick`; their uids, which is all the cost model keeps (the
+        recorded instructions must not hold a kernel's tiles alive until it ends)."""
         out = []
         for t in tensors:
             if isinstance(t, NkiTensor):
@@ -72,7 +76,7 @@ class KernelRun:
                         iv.last = tick
                     else:
                         live.touch(tick, t)
-                out.append(st)
+                out.append(st.uid)
         return out
 
     def issue(self, engine: str, cycles: float, reads: Iterable[Any] = (), writes: Iterable[Any] = (),
@@ -81,8 +85,8 @@ class KernelRun:
         if not self.accounting:
             return
         tick = self.memory.tick = self.memory.tick + 1
-        self.cost.compute(engine, cycles, self._operands(reads, tick), self._operands(writes, tick),
-                          latency_cycles, flops)
+        self.log.append((room.COMPUTE, tick, engine, cycles, self._operands(reads, tick),
+                         self._operands(writes, tick), latency_cycles, flops))
 
     def issue_dma(self, nbytes: float, descriptors: int, src: NkiTensor, dst: NkiTensor,
                   moved: float | None = None) -> None:
@@ -90,15 +94,20 @@ class KernelRun:
         if not self.accounting:
             return
         tick = self.memory.tick = self.memory.tick + 1
-        self.cost.dma(nbytes, descriptors, self._operands((src,), tick), self._operands((dst,), tick),
-                      moved=moved)
+        self.log.append((room.DMA, tick, nbytes, descriptors, self._operands((src,), tick),
+                         self._operands((dst,), tick), moved))
 
     def issue_move(self, reads: Iterable[Any], writes: Iterable[Any]) -> None:
         """A value landing in a tile at no cost (an assignment the compiler folds into the producer)."""
         if not self.accounting:
             return
         tick = self.memory.tick = self.memory.tick + 1
-        self.cost.sync(self._operands(reads, tick), self._operands(writes, tick))
+        self.log.append((room.MOVE, tick, self._operands(reads, tick), self._operands(writes, tick)))
+
+    def schedule(self) -> None:
+        """Hands the recorded instructions to the cost model (after `memory.finish()`)."""
+        room.replay(self.cost, self.log, self.memory)
+        self.log = []
 
 
 _state = threading.local()

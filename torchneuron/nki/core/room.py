@@ -1,0 +1,102 @@
+"""The cost model's schedule under SBUF capacity: a tile's first write waits until the tiles freed before it
+have given back enough room.
+
+The cost model lets independent work run ahead (the next iteration's load starts while this one computes, as
+the compiler's multi-buffering allows), but only as far as SBUF holds both iterations' tiles: a LayerNorm row
+block of 8192 fp32 is 32 KiB per partition, and AWS's tutorial keeps several of them live beside gamma and
+beta. Whether a tile is dead is known only when the kernel has run (`OnChipMemory.finish`), so an instance's
+instructions are recorded as they are issued (`KernelRun.issue*`) and handed to the cost model afterwards,
+each with the earliest time its new tiles fit.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..cost import CostModel
+    from .memory import OnChipMemory
+
+COMPUTE, DMA, MOVE = 0, 1, 2
+
+
+class FreedRoom:
+    """Tiles already dead in program order, by the time their last reader ends: what is still held at T."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.entries: list[tuple[float, int]] = []  # (free time, bytes per partition), sorted by time
+        self.total = 0
+
+    def add(self, free_at: float, nbytes: int) -> None:
+        bisect.insort(self.entries, (free_at, nbytes))
+        self.total += nbytes
+        entries = self.entries
+        # a wait looks no further back than `capacity` bytes from the newest: older entries cannot matter
+        while len(entries) > 1 and self.total - entries[0][1] > self.capacity:
+            self.total -= entries.pop(0)[1]
+
+    def earliest(self, slack: int) -> float:
+        """The earliest time at which the tiles still held need no more than `slack` bytes per partition."""
+        total = self.total
+        if total <= slack or not self.entries:
+            return 0.0
+        entries = self.entries
+        if slack < 0:  # more is live in program order than fits (the spill model charges that): wait for all
+            return entries[-1][0]
+        if total - slack < slack:  # few bytes to wait for: count up from the oldest
+            held = 0
+            for free_at, nbytes in entries:
+                held += nbytes
+                if held >= total - slack:
+                    return free_at
+            return entries[-1][0]
+        kept = 0
+        for free_at, nbytes in reversed(entries):
+            kept += nbytes
+            if kept > slack:
+                return free_at
+        return 0.0
+
+
+def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory) -> None:
+    """Schedules an instance's recorded instructions, each no earlier than SBUF has room for what it starts."""
+    kinds = ("sbuf", "psum")
+    firsts = {k: defaultdict(int) for k in kinds}  # tick -> bytes per partition its new tiles need
+    held_out = {k: defaultdict(int) for k in kinds}  # tick -> bytes whose room its own results may take
+    lasts = {k: defaultdict(int) for k in kinds}  # tick -> bytes freed when it ends
+    reuse = memory.compiler_allocates
+    for iv in memory.intervals:
+        if iv.first < 0:
+            continue
+        k = iv.kind
+        firsts[k][iv.first] += iv.nbytes
+        # the compiler may place a result in the room of an operand read for the last time (memory._sweep_sbuf)
+        if reuse and k == "sbuf" and iv.last > iv.first:
+            held_out[k][iv.last] += iv.nbytes
+        else:
+            lasts[k][iv.last] += iv.nbytes
+    freed = {k: FreedRoom(memory.capacity(k)) for k in kinds}
+    live = dict.fromkeys(kinds, 0)
+    for entry in log:
+        kind, tick = entry[0], entry[1]
+        after = 0.0
+        for k in kinds:
+            live[k] -= held_out[k].get(tick, 0)
+            need = firsts[k].get(tick, 0)
+            if need:
+                after = max(after, freed[k].earliest(freed[k].capacity - live[k] - need))
+                live[k] += need
+        if kind == COMPUTE:
+            end = cost.compute(entry[2], entry[3], entry[4], entry[5], entry[6], entry[7], after)
+        elif kind == DMA:
+            end = cost.dma(entry[2], entry[3], entry[4], entry[5], after, entry[6])
+        else:
+            end = cost.sync(entry[2], entry[3], after)
+        for k in kinds:
+            gone = lasts[k].get(tick, 0)
+            if gone:
+                live[k] -= gone
+                freed[k].add(end, gone)
