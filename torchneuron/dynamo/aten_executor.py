@@ -21,7 +21,7 @@ import torch
 import torch.fx as fx
 
 from ..programs import host_bridge as dev
-from . import fx_passes
+from . import fx_passes, straight_line
 
 aten = torch.ops.aten
 
@@ -45,8 +45,7 @@ class AtenPiece:
 
     def __init__(self, sub: fx.GraphModule, in_casts: list[int], out_casts: list[tuple[int, torch.dtype]],
                  mutated: list[int], out_meta: list[Any], restride: frozenset[int], event: dev.ProgramEvent):
-        forward = reshape_views(sub).forward
-        self._fn = lambda hosts: forward(*hosts)
+        self._fn = straight_line.compile_graph(reshape_views(sub))
         self._in_casts = in_casts
         self._out_casts = out_casts
         # a float64 input computed in float32 and updated in place: its float32 copy is written back

@@ -18,7 +18,7 @@ from .. import _env, fp64_rule
 from ..compiler import background
 from ..programs import host_bridge as dev
 from ..lowering.passes import OutputLayout
-from . import cross_check, debug, fx_passes, graph_cache, metrics
+from . import cross_check, debug, fx_passes, graph_cache, metrics, straight_line
 
 
 class EagerPiece:
@@ -26,10 +26,10 @@ class EagerPiece:
 
     def __init__(self, gm: fx.GraphModule):
         self.gm = gm
-        self._fn = gm.forward
+        self._fn = straight_line.compile_graph(gm)
 
     def __call__(self, ins: list[torch.Tensor]) -> tuple:
-        return self._fn(*ins)
+        return self._fn(ins)
 
 
 class LoweredPiece:
