@@ -69,7 +69,9 @@ def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory) ->
     lasts = {k: defaultdict(int) for k in kinds}  # tick -> bytes freed when it ends
     reuse = memory.compiler_allocates
     for iv in memory.intervals:
-        if iv.first < 0:
+        # a PSUM tensor the kernel placed on named banks (psum.alloc / mod_alloc) shares them with the tensors
+        # placed there too, in the order the kernel uses them: it takes no room of the compiler's to wait for
+        if iv.first < 0 or iv.banks is not None:
             continue
         k = iv.kind
         firsts[k][iv.first] += iv.nbytes
