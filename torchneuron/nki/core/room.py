@@ -1,12 +1,12 @@
-"""The cost model's schedule under SBUF capacity: a tile's first write waits until the tiles freed before it
-have given back enough room.
+"""The cost model's schedule under SBUF and PSUM capacity: a tile's first write waits until the tiles freed
+before it have given back enough room.
 
 The cost model lets independent work run ahead (the next iteration's load starts while this one computes, as
-the compiler's multi-buffering allows), but only as far as SBUF holds both iterations' tiles: a LayerNorm row
-block of 8192 fp32 is 32 KiB per partition, and AWS's tutorial keeps several of them live beside gamma and
-beta. Whether a tile is dead is known only when the kernel has run (`OnChipMemory.finish`), so an instance's
-instructions are recorded as they are issued (`KernelRun.issue*`) and handed to the cost model afterwards,
-each with the earliest time its new tiles fit.
+the compiler's multi-buffering allows), but only as far as SBUF (PSUM) holds both iterations' tiles: a loop
+whose one iteration fills SBUF runs its load, compute and store one after another. Whether a tile is dead is
+known only when the kernel has run (`OnChipMemory.finish`), so an instance's instructions are recorded as
+they are issued (`KernelRun.issue*`) and handed to the cost model afterwards, each with the earliest time its
+new tiles fit.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ class FreedRoom:
 
 
 def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory) -> None:
-    """Schedules an instance's recorded instructions, each no earlier than SBUF has room for what it starts."""
+    """Schedules an instance's recorded instructions, each no earlier than SBUF and PSUM have room for the
+    tiles it starts."""
     kinds = ("sbuf", "psum")
     firsts = {k: defaultdict(int) for k in kinds}  # tick -> bytes per partition its new tiles need
     held_out = {k: defaultdict(int) for k in kinds}  # tick -> bytes whose room its own results may take
