@@ -156,15 +156,14 @@ class OnChipMemory:
         self.intervals.append(iv)
         storage.live = Whole(iv)
 
-    def fold(self, storage: Storage, fresh: bool | None = None) -> None:
+    def fold(self, storage: Storage) -> None:
         """The result the last instruction produced was written straight into the tile it is assigned to
         (`t[...] = nisa.nc_matmul(...)`, `psum += nc_matmul(...)`): it never needed room of its own, so its
-        range leaves the sweep (a later read of it starts a range there). `fresh`: `produced_last` asked
-        before the move that carried its readiness touched it."""
-        if fresh if fresh is not None else self.produced_last(storage):
-            iv = storage.live.interval
-            iv.first = iv.last = -1
-            iv.uses.clear()
+        range leaves the sweep (a later read of it starts a range there). Only for a storage `produced_last`
+        named, asked before the move that carried its readiness touched it."""
+        iv = storage.live.interval
+        iv.first = iv.last = -1
+        iv.uses.clear()
 
     def produced_last(self, storage: Storage) -> bool:
         """Whether the most recent instruction was the last (so far the only) one to touch `storage`."""

@@ -296,7 +296,7 @@ def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
         # itself (the compiler folds the copy): it does not stay live for the assignment
         src = [] if not run.accounting or run.memory.produced_last(value.storage) else [value]
         if run.accounting and not src:
-            run.memory.fold(value.storage, fresh=True)  # produced_last was just asked
+            run.memory.fold(value.storage)
     else:
         vals = np.asarray(value)
         vals = vals.astype(np.float32) if vals.dtype == np.float64 else vals

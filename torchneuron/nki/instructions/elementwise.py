@@ -397,7 +397,7 @@ def inplace_call(name: str, target: NkiTensor, other: Any) -> None:
         if matmul_group.merge_into(target, other):
             run.issue_move((target, other), (target,))
             if fresh:
-                run.memory.fold(other.storage, fresh)  # the matmul accumulated into `target` itself
+                run.memory.fold(other.storage)  # the matmul accumulated into `target` itself
             return
         incoming = read(other)
         started = target.written_values()
@@ -406,7 +406,7 @@ def inplace_call(name: str, target: NkiTensor, other: Any) -> None:
         write(target, values, mask_for(produced, target.shape) if produced is not None else None, "+=")
         run.issue_move((target, other), (target,))
         if fresh:
-            run.memory.fold(other.storage, fresh)  # the matmul accumulated into `target` itself
+            run.memory.fold(other.storage)  # the matmul accumulated into `target` itself
         return
     if isinstance(other, NkiTensor):
         tensor_tensor(target, target, other, name, api=f"{name}=")
