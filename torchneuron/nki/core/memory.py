@@ -224,6 +224,12 @@ class OnChipMemory:
         self._sweep_sbuf()
         return spilled
 
+    def room_taken_by_last_reader(self, iv: Interval) -> bool:
+        """Under the compiler's allocation a result may take the room of an SBUF operand read for the last
+        time (engines stream element by element): a range read last by instruction t ends before t's results
+        start. One only ever written still needs its room at that instruction."""
+        return self.compiler_allocates and iv.kind == "sbuf" and iv.last > iv.first
+
     def _sweep_sbuf(self) -> None:
         """SBUF live ranges against the capacity. When an instruction needs more than is free, the tiles
         it does not touch whose next use is furthest away (Belady's choice, which a compiler's static
@@ -233,11 +239,7 @@ class OnChipMemory:
         for iv in self.intervals:
             if iv.kind == "sbuf" and iv.first >= 0:
                 heap.append((iv.first, 1, n, iv))
-                # under the compiler's allocation a result may take the room of an operand read for the last
-                # time (engines stream element by element): a range read last by instruction t ends before
-                # t's results start; one only ever written still needs its room at that instruction
-                reuse = self.compiler_allocates and iv.last > iv.first
-                heap.append((iv.last if reuse else iv.last + 1, 0, n + 1, iv))
+                heap.append((iv.last if self.room_taken_by_last_reader(iv) else iv.last + 1, 0, n + 1, iv))
                 n += 2
         heapq.heapify(heap)
         used = peak = 0
@@ -275,7 +277,7 @@ class OnChipMemory:
             if tick > iv.first:
                 # a reload: its end event may already have been taken while it was out (reloaded for its
                 # last use, that event sorts first), so it ends again at its own end, never before now
-                end = iv.last if self.compiler_allocates and iv.last > iv.first else iv.last + 1
+                end = iv.last if self.room_taken_by_last_reader(iv) else iv.last + 1
                 n += 1
                 heapq.heappush(heap, (max(end, tick), 0, n, iv))
             if used > peak:

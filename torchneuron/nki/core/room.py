@@ -68,7 +68,6 @@ def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory) ->
     firsts = {k: defaultdict(int) for k in kinds}  # tick -> bytes per partition its new tiles need
     held_out = {k: defaultdict(int) for k in kinds}  # tick -> bytes whose room its own results may take
     lasts = {k: defaultdict(int) for k in kinds}  # tick -> bytes freed when it ends
-    reuse = memory.compiler_allocates
     for iv in memory.intervals:
         # a PSUM tensor the kernel placed on named banks (psum.alloc / mod_alloc) shares them with the tensors
         # placed there too, in the order the kernel uses them: it takes no room of the compiler's to wait for
@@ -76,8 +75,7 @@ def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory) ->
             continue
         k = iv.kind
         firsts[k][iv.first] += iv.nbytes
-        # the compiler may place a result in the room of an operand read for the last time (memory._sweep_sbuf)
-        if reuse and k == "sbuf" and iv.last > iv.first:
+        if memory.room_taken_by_last_reader(iv):
             held_out[k][iv.last] += iv.nbytes
         else:
             lasts[k][iv.last] += iv.nbytes
