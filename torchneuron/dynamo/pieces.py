@@ -25,7 +25,6 @@ class EagerPiece:
     kind = "eager"
 
     def __init__(self, gm: fx.GraphModule):
-        self.gm = gm
         self._fn = straight_line.compile_graph(gm)
 
     def __call__(self, ins: list[torch.Tensor]) -> tuple:
