@@ -1,8 +1,8 @@
 """Several Python threads on one neuron device at once, as servers, threaded data preparation and the autograd
 device thread use it. PyTorch releases the GIL around every op and copy, so the threads really meet in the
-runtime: its stream queues, allocator and host-alias caches. The work runs in a child process under a watchdog
-(faulthandler prints every thread's stack and exits non-zero), so a deadlock fails the test instead of hanging
-CI. Not timed: fixed iteration counts, every result compared with the CPU."""
+runtime: its stream queues, allocator and host-alias caches, and compiled programs built at call time. The work
+runs in a child process under a watchdog (faulthandler prints every thread's stack and exits non-zero), so a
+deadlock fails the test instead of hanging CI. Not timed: fixed iteration counts, every result compared with the CPU."""
 
 from __future__ import annotations
 
@@ -47,6 +47,22 @@ def mixed(k):
             if i % 50 == 0:
                 torch.testing.assert_close(compiled(x, w_dev).cpu(), torch.tanh(a @ w) * 2)
 
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 8)).eval()
+reference = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 8)).eval()
+reference.load_state_dict(model.state_dict())
+served = torch.compile(model.to(dev), backend="neuron")
+
+def serve(k):
+    # A server: requests of varying sizes. A dynamic-shape graph builds a program per new size at call time,
+    # tracing while the other threads run compiled code and Dynamo compiles (FX's tracer patches nn.Module
+    # process-wide while it traces).
+    g = torch.Generator().manual_seed(200 + k)
+    for i in range({serve_iters}):
+        x = torch.randn(4 + (i + k) % 5, 32, generator=g)
+        with torch.inference_mode():
+            y = served(x.to(dev)).cpu()
+        torch.testing.assert_close(y, reference(x).detach(), rtol=1e-4, atol=1e-4)
+
 def run(phase):
     errors = []
     def body(k):
@@ -63,12 +79,14 @@ def run(phase):
 
 run(copies)
 run(mixed)
+run(serve)
 torch.neuron.synchronize()
 print("ok")
 """
 
 
 def test_threads_share_a_device_without_deadlock():
-    proc = run_python(SCRIPT.format(watchdog=WATCHDOG_S, copy_iters=150_000, mixed_iters=300),
+    proc = run_python(SCRIPT.format(watchdog=WATCHDOG_S, copy_iters=150_000, mixed_iters=300,
+                                           serve_iters=60),
                       timeout=WATCHDOG_S + 60, check=False)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-6000:]

@@ -15,6 +15,7 @@ import torch
 import torch.fx as fx
 
 from ..lowering import auto_cast
+from ..lowering.tracing_lock import fx_tracing
 from . import cross_check, debug, hf_generate, metrics, options
 from .host_scalars import HostScalars
 from .program import Program
@@ -97,12 +98,15 @@ class CompiledGraph:
         key = self._host.key(padded)
         program = self._programs.get(key)
         if program is None:
-            from torch.fx.experimental.proxy_tensor import make_fx
+            with fx_tracing():  # also makes threads meeting a new shape together build its program once
+                program = self._programs.get(key)
+                if program is None:
+                    from torch.fx.experimental.proxy_tensor import make_fx
 
-            concrete = make_fx(self._host.program_gm, tracing_mode="fake")(*padded)
-            if self._programs:
-                metrics.add("recompiles")
-            program = self._programs[key] = self._build(concrete)
+                    concrete = make_fx(self._host.program_gm, tracing_mode="fake")(*padded)
+                    if self._programs:
+                        metrics.add("recompiles")
+                    program = self._programs[key] = self._build(concrete)
         args.clear()
         return program, padded, unpad
 

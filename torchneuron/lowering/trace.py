@@ -24,6 +24,7 @@ import torch.utils._pytree as pytree
 from . import passes
 from .decompositions import neuron_decompositions, on_demand
 from .errors import LoweringError
+from .tracing_lock import fx_tracing
 from .fx_to_stablehlo import StableHLOLoweringError, TensorSpec, to_stablehlo
 
 _MAX_DECOMP_ROUNDS = 4
@@ -55,9 +56,10 @@ def _make_fx(fn, flat_fakes: list[torch.Tensor], table: dict) -> fx.GraphModule:
     from torch.fx.experimental.proxy_tensor import make_fx
 
     try:
-        return make_fx(torch.func.functionalize(fn, remove="mutations"),
-                       decomposition_table=table, tracing_mode="fake",
-                       _allow_non_fake_inputs=True)(*flat_fakes)
+        with fx_tracing():
+            return make_fx(torch.func.functionalize(fn, remove="mutations"),
+                           decomposition_table=table, tracing_mode="fake",
+                           _allow_non_fake_inputs=True)(*flat_fakes)
     except Exception as e:
         name = type(e).__name__
         if "DataDependent" in name or "data-dependent" in str(e) or "GuardOnDataDependent" in name:
