@@ -106,8 +106,8 @@ def test_legacy_reductions_with_mask_and_dtype(p: int, f: int, cut: int, out_dt:
 
 
 def test_current_matmul_accumulate_flags_and_groups() -> None:
-    """accumulate=None: the first matmul of a group overwrites, later ones add, a read ends the group;
-    True adds, False overwrites."""
+    """accumulate=None: the first matmul into a location never written overwrites, later ones add, also
+    after the tile was read; True adds, False overwrites."""
 
     @nki.jit
     def k(a, b):
@@ -127,7 +127,50 @@ def test_current_matmul_accumulate_flags_and_groups() -> None:
 
     x, y = f32(128, 64), f32(128, 64)
     m = x.T @ y
-    np.testing.assert_allclose(nki.simulate(k)(x, y), np.concatenate([2 * m, m, 2 * m, m], 1), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(nki.simulate(k)(x, y), np.concatenate([2 * m, 3 * m, 4 * m, m], 1), rtol=1e-4,
+                               atol=1e-3)
+
+
+def test_a_psum_read_between_k_tiles_sees_the_running_sum() -> None:
+    """AWS's nki-samples batch_invariance/inspect_psum.py copies the PSUM accumulator out after every K tile
+    and, on AWS's nki.simulate, sees the running sum (its EXPLAINER records the full sum at the end): reading
+    does not end the accumulation group. A tile allocated again (the next output tile) starts a new one."""
+
+    @nki.jit
+    def k(a, b, k_tile):
+        kk, mm = a.shape
+        n = b.shape[1]
+        tiles = kk // k_tile
+        snaps = nl.ndarray((tiles, mm, n), nl.float32, buffer=nl.shared_hbm)
+        again = nl.ndarray((2, mm, n), nl.float32, buffer=nl.shared_hbm)
+        acc = nl.ndarray((mm, n), nl.float32, buffer=nl.psum)
+        for t in nl.static_range(tiles):
+            ta = nl.ndarray((k_tile, mm), a.dtype, buffer=nl.sbuf)
+            tb = nl.ndarray((k_tile, n), b.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=ta, src=a[t * k_tile:(t + 1) * k_tile, :])
+            nisa.dma_copy(dst=tb, src=b[t * k_tile:(t + 1) * k_tile, :])
+            nisa.nc_matmul(dst=acc, stationary=ta, moving=tb)
+            snap = nl.ndarray((mm, n), nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=snap, src=acc)
+            nisa.dma_copy(dst=snaps[t], src=snap)
+        for r in nl.static_range(2):  # a fresh allocation per output tile: each starts its own group
+            ta = nl.ndarray((k_tile, mm), a.dtype, buffer=nl.sbuf)
+            tb = nl.ndarray((k_tile, n), b.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=ta, src=a[0:k_tile, :])
+            nisa.dma_copy(dst=tb, src=b[0:k_tile, :])
+            fresh = nl.ndarray((mm, n), nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(dst=fresh, stationary=ta, moving=tb)
+            out = nl.ndarray((mm, n), nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=out, src=fresh)
+            nisa.dma_copy(dst=again[r], src=out)
+        return snaps, again
+
+    a, b = f32(512, 128), f32(512, 64)
+    snaps, again = nki.simulate(k)(a, b, 128)
+    for t in range(4):
+        np.testing.assert_allclose(snaps[t], a[:128 * (t + 1)].T @ b[:128 * (t + 1)], rtol=1e-4, atol=1e-3)
+    for r in range(2):
+        np.testing.assert_allclose(again[r], a[:128].T @ b[:128], rtol=1e-4, atol=1e-3)
 
 
 def test_current_dst_views_and_reverse_operands() -> None:

@@ -96,8 +96,8 @@ def test_new_tiles_are_fresh_sentinel_filled_arrays() -> None:
     assert (buffers._uninitialised(4, np.dtype(np.int32)) == 4).all()
     assert np.isnan(buffers._uninitialised(4, np.dtype(ml_dtypes.bfloat16)).astype(np.float32)).all()
     st = buffers.Storage((4, 8), f32, buffers.PSUM)
-    st.psum_fresh[:] = False
-    assert buffers.Storage((4, 8), f32, buffers.PSUM).psum_fresh.all()
+    st.written[:] = True
+    assert not buffers.Storage((4, 8), f32, buffers.PSUM).written.any()
 
 
 def test_a_kernel_annotated_after_a_launch_is_checked_from_then_on() -> None:

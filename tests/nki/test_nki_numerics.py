@@ -48,7 +48,7 @@ def test_psum_accumulation_groups() -> None:
         nisa.nc_matmul(dst=acc, stationary=s, moving=m)  # later writes add
         nisa.tensor_copy(dst=res, src=acc)
         nisa.dma_copy(dst=out[0], src=res)
-        nisa.nc_matmul(dst=acc, stationary=s, moving=m)  # reading ended the group: overwrite again
+        nisa.nc_matmul(dst=acc, stationary=s, moving=m)  # reading does not end the group: adds
         nisa.tensor_copy(dst=res, src=acc)
         nisa.dma_copy(dst=out[1], src=res)
         nisa.nc_matmul(dst=acc, stationary=s, moving=m, accumulate=True)  # explicit accumulate adds
@@ -63,8 +63,8 @@ def test_psum_accumulation_groups() -> None:
     got = k(a)
     p = a.T @ a[:, 0:64]
     np.testing.assert_allclose(got[0], 2 * p, rtol=1e-5, atol=1e-4)
-    np.testing.assert_allclose(got[1], p, rtol=1e-5, atol=1e-4)
-    np.testing.assert_allclose(got[2], 2 * p, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(got[1], 3 * p, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(got[2], 4 * p, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(got[3], p, rtol=1e-5, atol=1e-4)
 
 

@@ -54,8 +54,6 @@ _ids = itertools.count(1)
 
 # Copying a slice of a prefilled array is the cheapest way to a new filled one (np.ones and np.full run
 # Python code; a tile is allocated per instruction or two)
-_TRUE = np.ones(1 << 16, dtype=np.bool_)
-_TRUE.flags.writeable = False
 _SENTINEL_FILLED: dict[np.dtype, np.ndarray] = {}
 
 
@@ -86,7 +84,7 @@ def _layout(shape: Any, partition_axis: int) -> tuple[tuple[int, ...], int, int,
 class Storage:
     """One allocation. `data` is flat; views compute element offsets into it."""
 
-    __slots__ = ("uid", "shape", "dtype", "buffer", "_name", "partition_axis", "written", "psum_fresh", "pending",
+    __slots__ = ("uid", "shape", "dtype", "buffer", "_name", "partition_axis", "written", "pending",
                  "live", "result_mask", "loop_reduce", "_compute", "partitions", "partition_stride", "size", "_data",
                  "__weakref__")
 
@@ -105,14 +103,11 @@ class Storage:
         self._data = data  # made on first use: a result that is never materialised costs no memory
         psum = buffer.name == "psum"
         # outputs remember what was written (never-written outputs are an error); PSUM remembers it too,
-        # because a legacy `psum += matmul` into never-written PSUM starts an accumulation group
+        # because a matmul into never-written PSUM starts an accumulation group (`accumulate=None`, legacy
+        # `psum += matmul`): it overwrites there and adds where the tile has been written
         self.written: np.ndarray | None = None
-        # PSUM: True where the next `accumulate=None` matmul must overwrite instead of add.
-        self.psum_fresh: np.ndarray | None = None
         if track_writes or psum:
             self.written = np.zeros(size, dtype=np.bool_)
-            if psum:
-                self.psum_fresh = _TRUE[:size].copy() if size <= _TRUE.size else np.ones(size, dtype=np.bool_)
         self.pending: Any = None      # a deferred PSUM accumulation group: anything with .flush()
         self.live: Any = None         # core.memory's record of where and how long it occupies the chip
         self.result_mask: Any = None  # the mask= a legacy instruction wrote this (fresh) result tile under

@@ -106,7 +106,7 @@ class NkiTensor:
         self.partitions = partitions = shape[pdim] if pdim is not None and shape else 1
         self.checked = 0            # the partition limit an operand check passed for (instructions.common)
         # strided views of the storage arrays: the first one asked for (nearly always the values) in a
-        # slot, any other (written, psum_fresh) by id
+        # slot, any other (written) by id
         self._data_src: np.ndarray | None = None
         self._data_view: np.ndarray | None = None
         self._views: dict[int, np.ndarray] | None = None
@@ -205,7 +205,7 @@ class NkiTensor:
                                                                              or row_major_strides(shape))
 
     def view_of(self, data: np.ndarray) -> np.ndarray:
-        """This view over one of the storage's flat arrays (data, written, psum_fresh); made once."""
+        """This view over one of the storage's flat arrays (data, written); made once."""
         if self._data_src is data:
             return self._data_view  # type: ignore[return-value]
         if self._data_src is None:
@@ -272,8 +272,8 @@ class NkiTensor:
         st._compute = None
         if self.index is None:
             if mask is None:
-                # the layout test only where it decides something: a first write, or flags to set (PSUM's
-                # fresh flags come with written ones); an SBUF tile's later writes skip it
+                # the layout test only where it decides something: a first write, or written flags to set;
+                # an SBUF tile's later writes skip it
                 whole = (st._data is None or st.written is not None) and self.covers_storage()
                 if st._data is None and whole:
                     self._first_whole_write(st, values)
@@ -281,15 +281,11 @@ class NkiTensor:
                     self.view_of(st.data)[...] = values
                 if st.written is not None:
                     self._set_all(st.written, True, whole)
-                if st.psum_fresh is not None:
-                    self._set_all(st.psum_fresh, False, whole)
                 return
             where = np.broadcast_to(mask, self.shape)
             np.copyto(self.view_of(st.data), values, where=where)
             if st.written is not None:
                 np.copyto(self.view_of(st.written), True, where=where)
-            if st.psum_fresh is not None:
-                np.copyto(self.view_of(st.psum_fresh), False, where=where)
             return
         values = np.broadcast_to(values, self.shape)
         idx = self.safe_index(mask)
@@ -299,8 +295,6 @@ class NkiTensor:
         st.data[idx] = values
         if st.written is not None:
             st.written[idx] = True
-        if st.psum_fresh is not None:
-            st.psum_fresh[idx] = False
 
     def _first_whole_write(self, st: Storage, values: Any) -> None:
         """A tile's first instruction usually writes all of it: then nothing can read the NaN / 4 sentinel,
@@ -329,29 +323,6 @@ class NkiTensor:
         written = self.storage.written
         assert written is not None
         return self.view_of(written) if self.index is None else written[self.index]
-
-    def psum_mark(self, fresh: bool, mask: np.ndarray | None = None) -> None:
-        """PSUM accumulation groups: a read by another engine ends the group (next matmul overwrites)."""
-        st = self.storage
-        if st.psum_fresh is None:
-            return
-        if st.pending is not None:
-            st.flush()
-        if self.index is None:
-            if mask is None:
-                self._set_all(st.psum_fresh, fresh, self.covers_storage())
-            else:
-                np.copyto(self.view_of(st.psum_fresh), fresh, where=np.broadcast_to(mask, self.shape))
-        else:
-            idx = self.safe_index(mask)
-            st.psum_fresh[idx if mask is None else idx[np.broadcast_to(mask, self.shape)]] = fresh
-
-    def psum_fresh_values(self) -> np.ndarray:
-        fresh = self.storage.psum_fresh
-        assert fresh is not None
-        if self.storage.pending is not None:
-            self.storage.flush()
-        return self.view_of(fresh) if self.index is None else fresh[self.index]
 
     def numpy(self) -> np.ndarray:
         return np.array(self.read())

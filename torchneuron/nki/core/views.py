@@ -230,7 +230,7 @@ def reinterpret(t: NkiTensor, dtype: Any) -> NkiTensor:
     st.flush()
     alias = Storage(st.shape, dt, st.buffer, st.name, st.partition_axis,
                     data=st.data.view(dtypes.storage_dtype(dt)))
-    alias.written, alias.psum_fresh, alias.live = st.written, st.psum_fresh, st.live
+    alias.written, alias.live = st.written, st.live
     return t.derive(t.shape, t.strides, t.offset, t.pdim, t.index, t.bounds, storage=alias)
 
 

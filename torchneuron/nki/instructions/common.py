@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import cost, dtypes
 from ..core import context
-from ..core.buffers import PSUM, SBUF, SHARED_HBM, Buffer, Storage
+from ..core.buffers import SBUF, SHARED_HBM, Buffer, Storage
 from ..core.indexing import Mask, split_shape
 from ..core.tensor import NkiTensor, row_major_strides
 from ..errors import (
@@ -118,8 +118,6 @@ def check_partitions(t: Operand, api: str, arg: str, limit: int | None = None) -
 def read(t: Operand, mask: np.ndarray | None = None) -> Any:
     """An operand as the engines see it: fp32 array (or a scalar). Never mutate the result."""
     if isinstance(t, NkiTensor):
-        if t.storage.psum_fresh is not None:
-            t.psum_mark(True)
         return t.read_compute(mask_for(mask, t.shape) if mask is not None else None)
     if isinstance(t, (np.ndarray, np.generic)):
         return np.asarray(t, dtype=np.float32)
@@ -290,8 +288,6 @@ def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
             produced = np.broadcast_to(produced, value.shape)
             mask = produced if mask is None else (np.broadcast_to(mask, value.shape) & produced)
         vals = value.read(mask_for(mask, value.shape))
-        if value.buffer == PSUM:
-            value.psum_mark(True)
         # a result the previous instruction just produced is written into the tile by that instruction
         # itself (the compiler folds the copy): it does not stay live for the assignment
         src = [] if not run.accounting or run.memory.produced_last(value.storage) else [value]

@@ -294,8 +294,6 @@ def tensor_copy(dst: NkiTensor, src: Any, engine: Any = None, mask: np.ndarray |
     if eng == "gpsimd" and (dst.buffer == PSUM or (isinstance(src, NkiTensor) and src.buffer == PSUM)):
         raise fail(ERR_MEMORY, f"'{api}' on the GpSimd engine cannot access PSUM.", "use engine=nisa.vector_engine.")
     if isinstance(src, NkiTensor) and src.dtype == dst.dtype and eng != "scalar":
-        if src.buffer.name == "psum":  # src.buffer == PSUM, without Buffer.__eq__'s call
-            src.psum_mark(True)
         values = src.read(mask_for(mask, src.shape))
         if values.shape != dst.shape:
             values = np.broadcast_to(values, dst.shape)

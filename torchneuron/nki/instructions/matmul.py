@@ -222,8 +222,6 @@ def nc_transpose(dst: NkiTensor, data: NkiTensor, engine: Any = None, mask: np.n
             raise fail(ERR_SHAPE, f"'{api}' of a [{p}, {f}] tile needs a [{f}, {p}] dst, got {dst.shape}.",
                        "swap the partition and free sizes for dst.")
     values = _as_2d(data, data.read(mask_for(mask, data.shape)))
-    if data.buffer == PSUM:
-        data.psum_mark(True)
     out_mask = None
     if mask is not None:  # a mask over the input tile: the transposed elements it selects are written
         out_mask = _as_2d(data, input_mask(api, mask, data.shape)).T.reshape(dst.shape)

@@ -61,22 +61,19 @@ def merge_into(target: NkiTensor, product: NkiTensor) -> bool:
 
 
 def accumulate_into(dst: NkiTensor, result: np.ndarray, accumulate: Any, mask: Any = None) -> None:
-    """Write a matmul result into PSUM: add (True), overwrite (False), or, for `None`, overwrite the
-    elements that start an accumulation group and add to the others; "written" (legacy `+=`) adds where
-    the destination has been written and overwrites elements never written."""
+    """Write a matmul result into PSUM: add (True), overwrite (False), or, for `None` (and "written", legacy
+    `+=`), overwrite the elements never written since the tile was allocated (they start the accumulation
+    group) and add to the others. Reading the tile does not end the group, as in AWS's `nki.simulate`: a
+    kernel may copy the running sum out between the K tiles."""
     if accumulate is True:
         result = dst.read_compute() + result
-    elif accumulate == "written":
+    elif accumulate is None or accumulate == "written":
         started = dst.written_values()
         count = np.count_nonzero(started)  # all() / any() of a bool array, without NumPy's Python wrappers
         if count == started.size:
             result = dst.read_compute() + result
         elif count:
             result = np.where(started, dst.read_compute() + result, result)
-    elif accumulate is None:
-        fresh = dst.psum_fresh_values()
-        if np.count_nonzero(fresh) != fresh.size:
-            result = np.where(fresh, result, dst.read_compute() + result)
     dst.write(dtypes.cast(result, dst.dtype), mask)
 
 
