@@ -203,12 +203,14 @@ def shared_identity_matrix(n: int, dtype: Any = uint8) -> NkiTensor:
 
 # ---- memory movement ----
 
-def load(src: NkiTensor, dtype: Any = None, mask: Any = None) -> NkiTensor:
-    return _dma.load(src, dtype, _mask(mask))
+def load(src: NkiTensor, dtype: Any = None, mask: Any = None, mode: Any = None) -> NkiTensor:
+    """`mode=oob_mode.skip` (AWS's neuron-team kernels pass it to legacy loads through an index tile): the
+    elements an indirect index puts outside the tensor are not read and their destinations not written."""
+    return _dma.load(src, dtype, _mask(mask), oob_skip=_dma.skips_out_of_bounds(mode))
 
 
-def store(dst: NkiTensor, value: Any, mask: Any = None) -> None:
-    _dma.store(dst, value, _mask(mask))
+def store(dst: NkiTensor, value: Any, mask: Any = None, mode: Any = None) -> None:
+    _dma.store(dst, value, _mask(mask), oob_skip=_dma.skips_out_of_bounds(mode))
 
 
 def load_transpose2d(src: NkiTensor, dtype: Any = None, mask: Any = None) -> NkiTensor:

@@ -44,4 +44,18 @@ class _TensorAnnotation:
 
 tensor = _TensorAnnotation()
 mutable_tensor = tensor
-scalar = float
+
+
+def scalar(value: Any) -> float:
+    """`nt.scalar(x)`: a Python number, or the value of a one-element on-chip tile read while the kernel runs
+    (a legacy dynamic loop, `while scalar(cond):`, as AWS's paged-attention kernel writes it)."""
+    if hasattr(value, "storage") and hasattr(value, "read"):
+        from .core import data_dependence
+        from .errors import ERR_SHAPE, fail
+
+        if value.size != 1:
+            raise fail(ERR_SHAPE, f"scalar() of tensor `{value.name}` {value.shape}: a scalar is one element.",
+                       "pass a [1, 1] tile (or index one element: t[0, 0]).")
+        data_dependence.mark()  # the loop's trip count comes from data
+        return float(np.asarray(value.read(), dtype=np.float64).reshape(()))
+    return float(value)

@@ -89,6 +89,8 @@ class IndexArray:
             axis = self.affine[0]
             shape = tuple(n if d == axis else 1 for d, n in enumerate(self._shape))
             return IndexArray(None, runtime=self.runtime, affine=self.affine, shape=shape)
+        if self.runtime:  # values read from a tile: equal ones are still one access per element
+            return self
         v = self.values
         for d in range(v.ndim):
             if v.shape[d] > 1 and (v == v.take([0], axis=d)).all():

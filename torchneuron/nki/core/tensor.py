@@ -487,6 +487,9 @@ class NkiTensor:
             raise fail(ERR_MIXED_INDEXING, f"tensor `{self.name}` is indexed with both slices and "
                        "nl.arange expressions.", "index every dimension with nl.arange/mgrid expressions "
                        "(or integers), or every dimension with slices.")
+        if len(key) < self.ndim and all(type(k) is int or (isinstance(k, IndexArray) and k.values.size == 1)
+                                        for k in key):
+            key = self._whole_rest(key)
         if len(key) != self.ndim:
             raise fail(ERR_SHAPE, f"tensor `{self.name}` of rank {self.ndim} indexed with {len(key)} "
                        "expressions.", "give one index expression per dimension.")
@@ -517,6 +520,18 @@ class NkiTensor:
                     raise oob(self.name, dim, k, k, self.shape[dim])
                 index = index + i * stride
         return self.derive(shape, None, 0, 0, index=index, bounds=tuple(bounds))
+
+    def _whole_rest(self, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        """`t[i]` with `i` one value read from a tile (a dynamic loop counter, `hbm[loop_index[0, 0]]` in
+        AWS's paged-attention kernels) indexes like an integer: the dimensions it does not name are taken
+        whole. Each becomes an arange along its own axis of the result, and the scalar indices 0-d."""
+        rest = self.shape[len(key):]
+        head = tuple(IndexArray(k.values.reshape(()), runtime=k.runtime) if isinstance(k, IndexArray) else k
+                     for k in key)
+        whole = tuple(IndexArray(None, affine=(axis, 0, 1), shape=tuple(n if d == axis else 1
+                                                                        for d, n in enumerate(rest)))
+                      for axis, n in enumerate(rest))
+        return head + whole
 
     def _affine_as_slices(self, key: tuple[Any, ...], shape: tuple[int, ...]) -> NkiTensor | None:
         """`t[k * 128 + i.p, m * 512 + i.x]` (the legacy tutorials' indexing): when every expression steps

@@ -288,6 +288,9 @@ def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
             produced = np.broadcast_to(produced, value.shape)
             mask = produced if mask is None else (np.broadcast_to(mask, value.shape) & produced)
         vals = value.read(mask_for(mask, value.shape))
+        if value.storage.loaded and value.size == view.size and value.shape != view.shape:
+            # `col[...] = nl.load(hbm[1])` with col (n, 1): the DMA writes the n elements there in order
+            vals = vals.reshape(view.shape)
         # a result the previous instruction just produced is written into the tile by that instruction
         # itself (the compiler folds the copy): it does not stay live for the assignment
         src = [] if not run.accounting or run.memory.produced_last(value.storage) else [value]

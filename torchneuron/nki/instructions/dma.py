@@ -92,7 +92,8 @@ def _check_indirect(view: NkiTensor, mask: np.ndarray | None) -> None:
 
 
 def _transfer(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None, api: str, oob_skip: bool = False,
-              rmw_op: Any = None, hw_transpose: bool = False) -> None:
+              rmw_op: Any = None, hw_transpose: bool = False) -> np.ndarray | None:
+    """Returns the elements of `dst` written (None: all of them)."""
     if src.size != dst.size:
         raise fail(ERR_SHAPE, f"'{api}' copies {src.size} elements of `{src.name}` {src.shape} into {dst.size} "
                    f"elements of `{dst.name}` {dst.shape}.", "make the element counts equal.")
@@ -121,6 +122,7 @@ def _transfer(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None, api: str,
         values = dtypes.cast(alu.binary(alu.op_name(rmw_op), current, dtypes.to_compute(values)), dst.dtype)
     dst.write(values, dmask)
     record_dma(src, dst, hw_transpose)
+    return dmask
 
 
 def dma_copy(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None = None, oob_mode: Any = None,
@@ -133,22 +135,31 @@ def dma_copy(dst: NkiTensor, src: NkiTensor, mask: np.ndarray | None = None, oob
         for t, arg in ((src, "src"), (dst, "dst")):
             if t.buffer.on_chip and t.partitions > run.target.pmax:  # DMA has no start-partition rule
                 check_partitions(t, api, arg)
-    skip = oob_mode is not None and str(getattr(oob_mode, "name", oob_mode)) == "skip"
-    _transfer(dst, src, mask, api, oob_skip=skip, rmw_op=dst_rmw_op)
+    _transfer(dst, src, mask, api, oob_skip=skips_out_of_bounds(oob_mode), rmw_op=dst_rmw_op)
 
 
-def load(src: NkiTensor, dtype: Any = None, mask: np.ndarray | None = None, api: str = "load") -> NkiTensor:
+def skips_out_of_bounds(mode: Any) -> bool:
+    """`oob_mode=` / legacy `mode=` of a DMA: True for `oob_mode.skip` (drop out-of-bounds elements of an
+    indirect access), False for None or `oob_mode.error`."""
+    return mode is not None and str(getattr(mode, "name", mode)) == "skip"
+
+
+def load(src: NkiTensor, dtype: Any = None, mask: np.ndarray | None = None, api: str = "load",
+         oob_skip: bool = False) -> NkiTensor:
     if not isinstance(src, NkiTensor) or not src.buffer.is_hbm:
         got = src.buffer.name if isinstance(src, NkiTensor) else type(src).__name__
         raise fail(ERR_MEMORY, f"Expected operand 'src' of '{api}' to be in address space 'hbm', but got a tile in "
                    f"'{got}'.", "nl.load reads HBM tensors; use nl.copy / nisa.tensor_copy for on-chip tiles.")
     shape = src.shape if len(src.shape) >= 2 else (1,) * (2 - len(src.shape)) + src.shape
     dst = allocate(shape, dtype if dtype is not None else src.dtype, SBUF)
-    _transfer(dst, src, mask, api)
-    return mark_result(dst, mask)
+    dst.storage.loaded = True
+    written = _transfer(dst, src, mask, api, oob_skip=oob_skip)
+    # assigned into a declared tile, the load writes there itself: rows it skipped keep the tile's values
+    return mark_result(dst, written.reshape(dst.shape) if oob_skip and written is not None else mask)
 
 
-def store(dst: NkiTensor, value: Any, mask: np.ndarray | None = None, api: str = "store") -> None:
+def store(dst: NkiTensor, value: Any, mask: np.ndarray | None = None, api: str = "store",
+          oob_skip: bool = False) -> None:
     if not isinstance(dst, NkiTensor) or not dst.buffer.is_hbm:
         got = dst.buffer.name if isinstance(dst, NkiTensor) else type(dst).__name__
         raise fail(ERR_MEMORY, f"Expected operand 'dst' of '{api}' to be in address space 'hbm', but got a tile in "
@@ -170,7 +181,7 @@ def store(dst: NkiTensor, value: Any, mask: np.ndarray | None = None, api: str =
         if value.size != dst.size:
             from ..core import views
             value = views.broadcast_to(value, dst.shape)
-    _transfer(dst, value, mask, api)
+    _transfer(dst, value, mask, api, oob_skip=oob_skip)
 
 
 def load_transpose2d(src: NkiTensor, dtype: Any = None, mask: np.ndarray | None = None) -> NkiTensor:

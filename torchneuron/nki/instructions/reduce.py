@@ -24,10 +24,12 @@ from .common import (
 )
 
 
-def normalise_axes(t: NkiTensor, axis: Any, api: str, trailing: bool = True) -> tuple[int, ...]:
+def normalise_axes(t: NkiTensor, axis: Any, api: str, trailing: bool = True, legacy: bool = False) -> tuple[int, ...]:
     """Reduce axes must be free dims and, for one instruction, the trailing contiguous ones ([1], [1, 2], ...).
     `nl.*` reductions (`trailing=False`) take any free axes (`nl.sum(t, axis=[2, 4])`): the compiler
-    lowers them to instructions over a permuted access pattern."""
+    lowers them to instructions over a permuted access pattern. The legacy ISA's documentation says the axes
+    "must start at the most minor free axis" (axis 1) and be consecutive: `axis=(1,)` of a (P, 8, 4) tile
+    (AWS's paged-attention kernel) is legal there (`legacy=True` accepts that and the trailing form)."""
     if axis is None:
         axes = tuple(range(1, t.ndim))
     else:
@@ -38,18 +40,20 @@ def normalise_axes(t: NkiTensor, axis: Any, api: str, trailing: bool = True) -> 
         raise fail(ERR_REDUCE_AXIS, f"'{api}' reduces axis {list(axes)} of `{t.name}` {t.shape}, which includes the "
                    "partition dimension.", "reduce free dims only (axis=1 / [1, 2]); reduce across partitions with "
                    "nisa.tensor_partition_reduce or a matmul with a ones vector.")
-    if trailing and axes != tuple(range(t.ndim - len(axes), t.ndim)):
+    consecutive = axes == tuple(range(axes[0], axes[0] + len(axes)))
+    if trailing and not (consecutive and (axes[-1] == t.ndim - 1 or (legacy and axes[0] == 1))):
         raise fail(ERR_REDUCE_AXIS, f"'{api}' reduces axes {list(axes)} of `{t.name}` {t.shape}; only the last "
                    "contiguous free axes can be reduced.", "permute the tile so the reduced axes come last.")
     return axes
 
 
 def tensor_reduce(dst: NkiTensor, op: Any, data: NkiTensor, axis: Any, negate: bool = False, keepdims: bool = False,
-                  mask: np.ndarray | None = None, api: str = "tensor_reduce", trailing: bool = True) -> None:
+                  mask: np.ndarray | None = None, api: str = "tensor_reduce", trailing: bool = True,
+                  legacy: bool = False) -> None:
     check_on_chip(data, api, "data")
     check_partitions(data, api, "data")
     check_on_chip(dst, api, "dst")
-    axes = normalise_axes(data, axis, api, trailing)
+    axes = normalise_axes(data, axis, api, trailing, legacy)
     name = alu.op_name(op)
     x = read_raw(data, mask) if name.startswith("bitwise") else read(data, mask)
     if mask is not None:  # masked-off elements do not take part

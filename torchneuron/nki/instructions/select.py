@@ -56,12 +56,21 @@ def tensor_copy_predicated(dst: NkiTensor, src: Any, predicate: Any, reverse_pre
     pred = read(predicate) != 0 if isinstance(predicate, NkiTensor) else np.asarray(mask_array(predicate))
     if reverse_pred:
         pred = ~pred
-    pred = np.broadcast_to(pred, dst.shape)
+    pred = np.broadcast_to(_per_partition(pred, dst.shape), dst.shape)
     if mask is not None:
         pred = pred & output_mask(api, mask, dst.shape)
     src_vals = read(src) if isinstance(src, NkiTensor) else np.float32(src)
     dst.write(dtypes.cast(np.broadcast_to(src_vals, dst.shape), dst.dtype), pred)
     charge("vector", dst, [src, predicate])
+
+
+def _per_partition(pred: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A predicate with fewer dims than the destination lines up from the partition dim: its free dims are
+    the destination's first ones and it is spread along the rest ((P, 1) against (P, 1, 4, 130), (P, 8)
+    against (P, 8, 4) in AWS's paged-attention kernels). NumPy would align it with the last dims instead."""
+    if 1 < pred.ndim < len(shape):
+        return pred.reshape(pred.shape + (1,) * (len(shape) - pred.ndim))
+    return pred
 
 
 def _reduce_into(api: str, reduce_res: NkiTensor | None, reduce_op: Any, out: np.ndarray,

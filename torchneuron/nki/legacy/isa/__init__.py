@@ -163,13 +163,13 @@ def scalar_tensor_tensor(data: NkiTensor, op0: Any, operand0: Any, op1: Any, ope
 
 def tensor_reduce(op: Any, data: NkiTensor, axis: Any, mask: Any = None, dtype: Any = None, negate: bool = False,
                   keepdims: bool = False) -> NkiTensor:
-    axes = normalise_axes(data, axis, "tensor_reduce")
+    axes = normalise_axes(data, axis, "tensor_reduce", legacy=True)
     shape = tuple(1 if i in axes else s for i, s in enumerate(data.shape))
     if not keepdims:
         shape = tuple(s for i, s in enumerate(data.shape) if i not in axes)
         shape = shape + (1,) * (2 - len(shape)) if len(shape) < 2 else shape
     dst = _out(shape, dtype, data.dtype)
-    _red.tensor_reduce(dst, op, data, axes, negate, keepdims, mask_array(mask))
+    _red.tensor_reduce(dst, op, data, axes, negate, keepdims, mask_array(mask), legacy=True)
     return dst
 
 
