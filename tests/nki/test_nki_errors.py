@@ -320,8 +320,9 @@ def test_reduce_over_partition_axis() -> None:
 
     @lnki.jit
     def k2(a):
-        t = lnl.load(a.reshape((128, 4, 128)))
-        r = lisa.tensor_reduce(np.add, t, axis=1)  # BAD  (one instruction: trailing axes only; nl.sum permutes)
+        t = lnl.load(a.reshape((128, 2, 2, 128)))
+        # one instruction takes consecutive axes ending at the last one or (legacy) starting at 1; nl.sum permutes
+        r = lisa.tensor_reduce(np.add, t, axis=2)  # BAD
         return r
     expect_error("err_unsupported_reduce_axis", k2, A)
 

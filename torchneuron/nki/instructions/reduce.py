@@ -42,8 +42,10 @@ def normalise_axes(t: NkiTensor, axis: Any, api: str, trailing: bool = True, leg
                    "nisa.tensor_partition_reduce or a matmul with a ones vector.")
     consecutive = axes == tuple(range(axes[0], axes[0] + len(axes)))
     if trailing and not (consecutive and (axes[-1] == t.ndim - 1 or (legacy and axes[0] == 1))):
-        raise fail(ERR_REDUCE_AXIS, f"'{api}' reduces axes {list(axes)} of `{t.name}` {t.shape}; only the last "
-                   "contiguous free axes can be reduced.", "permute the tile so the reduced axes come last.")
+        which = "consecutive free axes ending at the last one or starting at axis 1" if legacy else \
+            "the last contiguous free axes"
+        raise fail(ERR_REDUCE_AXIS, f"'{api}' reduces axes {list(axes)} of `{t.name}` {t.shape}; only {which} can "
+                   "be reduced.", "permute the tile so the reduced axes come last.")
     return axes
 
 
