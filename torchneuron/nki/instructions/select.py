@@ -56,7 +56,7 @@ def tensor_copy_predicated(dst: NkiTensor, src: Any, predicate: Any, reverse_pre
     pred = read(predicate) != 0 if isinstance(predicate, NkiTensor) else np.asarray(mask_array(predicate))
     if reverse_pred:
         pred = ~pred
-    pred = np.broadcast_to(_per_partition(pred, dst.shape), dst.shape)
+    pred = np.broadcast_to(_lined_up_from_the_partition_dim(pred, dst.shape), dst.shape)
     if mask is not None:
         pred = pred & output_mask(api, mask, dst.shape)
     src_vals = read(src) if isinstance(src, NkiTensor) else np.float32(src)
@@ -64,7 +64,7 @@ def tensor_copy_predicated(dst: NkiTensor, src: Any, predicate: Any, reverse_pre
     charge("vector", dst, [src, predicate])
 
 
-def _per_partition(pred: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+def _lined_up_from_the_partition_dim(pred: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """A predicate with fewer dims than the destination lines up from the partition dim: its free dims are
     the destination's first ones and it is spread along the rest ((P, 1) against (P, 1, 4, 130), (P, 8)
     against (P, 8, 4) in AWS's paged-attention kernels). NumPy would align it with the last dims instead."""
