@@ -128,3 +128,20 @@ def test_env_var_and_module_runner(tmp_path: Path) -> None:
                         capture_output=True, text=True, timeout=300)
     assert on.returncode == 0, on.stderr
     assert "OK 2.718" in on.stdout
+
+
+def test_language_constants_sizeinbytes_imports_as_aws_kernels_do(kernels_dir: Path) -> None:
+    """AWS's neuron-team kernels size tiles with `from neuronxcc.nki.language.constants import sizeinbytes`."""
+    tn_nki.install_import_aliases()
+    import neuronxcc.nki.language as nl
+    import nki.language as nl_current
+    from neuronxcc.nki.language.constants import sizeinbytes
+    from nki.language.constants import sizeinbytes as current_sizeinbytes
+
+    assert current_sizeinbytes is sizeinbytes and nl.constants.sizeinbytes is sizeinbytes
+    assert nl_current.constants is nl.constants
+    assert [sizeinbytes(d) for d in (np.float32, nl.bfloat16, nl.float16, nl.float8_e4m3, np.int32, nl.uint8)] == \
+        [4, 2, 2, 1, 4, 1]
+    assert sizeinbytes(np.float32) // sizeinbytes(nl.float8_e4m3) == 4  # the RMSNorm-quant kernel's scale slots
+    with pytest.raises(Exception, match="not supported on NeuronCores"):
+        sizeinbytes(np.float64)

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..core.buffers import Buffer as _Buffer
 from ..core.tensor import NkiTensor as _NkiTensor
+from .. import language_constants as _language_constants
 from ..language_shared import *  # noqa: F403
 from ..language_shared import __all__ as _common
 from .registers import VirtualRegister
@@ -77,3 +78,8 @@ bypass, average, prelu = _op_constant("bypass"), _op_constant("average"), _op_co
 
 __all__ = [*_common, "is_psum", "is_sbuf", "is_hbm", "is_on_chip", "NKIObject", "dynamic_range", "fori_loop",
            "while_loop", "no_reorder", "bypass", "average", "prelu", "VirtualRegister"]
+
+# `from nki.language.constants import sizeinbytes` (through the import aliases) imports a submodule of this
+# module: the import system requires its parent to be a package
+constants = _language_constants
+__path__: list[str] = []
