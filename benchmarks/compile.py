@@ -10,7 +10,8 @@ Models: an MLP, a CNN with BatchNorm, a transformer block (8 x 128 x 256, SDPA),
   measures the first training step (compile included), the median training step (forward, loss, backward,
   AdamW step), then the first and median no_grad forward. Ratios: compiled / eager neuron, lower is better.
 - paired_aten_vs_eager_neuron: the default executor against eager neuron in one process, steps alternating
-  (the same kernels and thread pools, so a few per cent are resolved); the targets are judged on it.
+  (the same kernels and thread pools, so a few per cent are resolved); the targets are judged on it. Beside
+  it, PyTorch's inductor on CPU tensors against eager CPU in the same run (`cpu_inductor_train`/`_forward`).
   Targets: the default executor's training step and forward <= 1.0x eager neuron; its first step not slower
   than the xla executor's.
 - first_steps: per model, a cold process (empty compile cache) and a warm one (the same cache again), each
@@ -254,14 +255,19 @@ eager = make_model().to("neuron")
 compiled = copy.deepcopy(eager)
 fn = torch.compile(compiled, backend="neuron")
 x = make_x().to("neuron")
-opts = {{m: torch.optim.AdamW(m.parameters(), lr=1e-4) for m in (eager, compiled)}}
+# the reference: PyTorch's own compiler (inductor) on CPU tensors against eager CPU, alternating in the same run
+cpu_eager = copy.deepcopy(eager).to("cpu")
+cpu_compiled = copy.deepcopy(cpu_eager)
+cpu_fn = torch.compile(cpu_compiled)
+inputs = {{m: x if m in (eager, compiled) else x.cpu() for m in (eager, compiled, cpu_eager, cpu_compiled)}}
+opts = {{m: torch.optim.AdamW(m.parameters(), lr=1e-4) for m in inputs}}
 def step(model, f):
     opts[model].zero_grad(set_to_none=True)
-    f(x).float().square().mean().backward()
+    f(inputs[model]).float().square().mean().backward()
     opts[model].step()
 def forward(model, f):
     with torch.no_grad():
-        f(x)
+        f(inputs[model])
 def timed(g, model, f, inner):
     torch.neuron.synchronize()
     t = time.perf_counter()
@@ -272,15 +278,18 @@ def timed(g, model, f, inner):
 out = {{}}
 for kind, g in (("train", step), ("forward", forward)):
     if kind == "forward":
-        eager.eval(); compiled.eval()
+        for m in inputs:
+            m.eval()
     for _ in range(3):
-        g(eager, eager); g(compiled, fn)
-    ratios = []
+        g(eager, eager); g(compiled, fn); g(cpu_eager, cpu_eager); g(cpu_compiled, cpu_fn)
+    ratios, cpu_ratios = [], []
     for r in range(15):  # alternate which goes first
-        pair = [(eager, eager), (compiled, fn)][:: 1 if r % 2 else -1]
-        t = {{id(m): timed(g, m, f, 3) for m, f in pair}}
-        ratios.append(t[id(compiled)] / t[id(eager)])
+        for (e, c, cf), into in (((eager, compiled, fn), ratios), ((cpu_eager, cpu_compiled, cpu_fn), cpu_ratios)):
+            pair = [(e, e), (c, cf)][:: 1 if r % 2 else -1]
+            t = {{id(m): timed(g, m, f, 3) for m, f in pair}}
+            into.append(t[id(c)] / t[id(e)])
     out[kind] = statistics.median(ratios)
+    out["cpu_inductor_" + kind] = statistics.median(cpu_ratios)
 print(json.dumps(out))
 """
 
@@ -288,7 +297,8 @@ print(json.dumps(out))
 def paired() -> dict:
     """Compiled (default executor) / eager neuron in one process, the two steps alternating: both run PyTorch's
     CPU kernels with the same thread pools, so the median of per-pair ratios resolves a few per cent, which
-    separate processes (per_model) cannot on a shared VM."""
+    separate processes (per_model) cannot on a shared VM. Beside it, the same model on CPU tensors compiled by
+    PyTorch's inductor against eager CPU (`cpu_inductor_*`): what PyTorch's own compiler gains on this machine."""
     out = {}
     for name in models():
         with tempfile.TemporaryDirectory() as cache:
