@@ -10,7 +10,6 @@ from typing import Any
 
 from ..core.buffers import Buffer as _Buffer
 from ..core.tensor import NkiTensor as _NkiTensor
-from .. import language_constants as _language_constants
 from ..language_shared import *  # noqa: F403
 from ..language_shared import __all__ as _common
 from .registers import VirtualRegister
@@ -81,5 +80,5 @@ __all__ = [*_common, "is_psum", "is_sbuf", "is_hbm", "is_on_chip", "NKIObject", 
 
 # `from nki.language.constants import sizeinbytes` (through the import aliases) imports a submodule of this
 # module: the import system requires its parent to be a package
-constants = _language_constants
+from .. import language_constants as constants  # noqa: E402, F401
 __path__: list[str] = []

@@ -12,7 +12,6 @@ from ..core import context as _ctx
 from ..core.indexing import IndexArray, Mask, arange, mgrid, par_dim  # noqa: F401
 from ..core.tensor import NkiTensor
 from ..kernel import nc, spmd_dim  # noqa: F401
-from .. import language_constants as _language_constants
 from ..language_shared import *  # noqa: F403
 from ..language_shared import __all__ as _common
 from ..instructions import elementwise as _ew
@@ -36,5 +35,5 @@ __all__ = [*_common, "arange", "mgrid", "par_dim", "nc", "spmd_dim", "static_cas
 
 # `from nki.language.constants import sizeinbytes` (through the import aliases) imports a submodule of this
 # module: the import system requires its parent to be a package
-constants = _language_constants
+from .. import language_constants as constants  # noqa: E402, F401
 __path__: list[str] = []
