@@ -100,3 +100,41 @@ def test_fp4_operands_are_refused_not_guessed() -> None:
 
     with pytest.raises(nki.NkiError, match="float4_e2m1fn_x4"):
         nki.simulate(k)(np.ones((32, 16), ml_dtypes.bfloat16))
+
+
+def test_matmul_mx_adds_to_a_pending_matmul_group_of_the_same_psum_tile() -> None:
+    """A regular matmul's accumulation group, still deferred, counts as written: the MX matmul after it
+    (accumulate=None) adds to its result instead of starting a new group over it."""
+    @nki.jit
+    def k(a, b, x, y):
+        p, fa = a.shape
+        _, fb = b.shape
+        out = nl.ndarray((fa // 4, fb // 4), nl.float32, buffer=nl.shared_hbm)
+        ta, tb = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf), nl.ndarray(b.shape, b.dtype, buffer=nl.sbuf)
+        tx, ty = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf), nl.ndarray(y.shape, y.dtype, buffer=nl.sbuf)
+        for dst, src in ((ta, a), (tb, b), (tx, x), (ty, y)):
+            nisa.dma_copy(dst=dst, src=src)
+        qa = nl.ndarray((p, fa // 4), nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        qb = nl.ndarray((p, fb // 4), nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+        sa = nl.ndarray((p, fa // 4), nl.uint8, buffer=nl.sbuf)
+        sb = nl.ndarray((p, fb // 4), nl.uint8, buffer=nl.sbuf)
+        nisa.quantize_mx(dst=qa, src=ta, dst_scale=sa)
+        nisa.quantize_mx(dst=qb, src=tb, dst_scale=sb)
+        ps = nl.ndarray((fa // 4, fb // 4), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=ps, stationary=tx, moving=ty)
+        nisa.nc_matmul_mx(dst=ps, stationary=qa, moving=qb, stationary_scale=sa, moving_scale=sb)
+        r = nl.ndarray(ps.shape, nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=r, src=ps)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    rng = np.random.default_rng(3)
+    p = 32
+    a, b = (rng.standard_normal((p, n)).astype(ml_dtypes.bfloat16) for n in (64, 256))
+    x, y = (rng.standard_normal((p, n)).astype(ml_dtypes.bfloat16) for n in (16, 64))
+    out = nki.simulate(k)(a, b, x, y)
+    deq_a, _ = _reference_quantize(a.astype(np.float32), np.dtype(ml_dtypes.float8_e4m3fn), 8)
+    deq_b, _ = _reference_quantize(b.astype(np.float32), np.dtype(ml_dtypes.float8_e4m3fn), 8)
+    mx = np.einsum("pmj,pnj->mn", deq_a.reshape(p, -1, 4), deq_b.reshape(p, -1, 4))
+    regular = x.astype(np.float32).T @ y.astype(np.float32)
+    np.testing.assert_allclose(out, regular + mx, rtol=1e-5, atol=1e-4)

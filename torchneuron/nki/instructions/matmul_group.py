@@ -65,6 +65,9 @@ def accumulate_into(dst: NkiTensor, result: np.ndarray, accumulate: Any, mask: A
     `+=`), overwrite the elements never written since the tile was allocated (they start the accumulation
     group) and add to the others. Reading the tile does not end the group, as in AWS's `nki.simulate`: a
     kernel may copy the running sum out between the K tiles."""
+    st = dst.storage
+    if st.pending is not None:  # another view's deferred group: its writes decide what is fresh here
+        st.flush()
     if accumulate is True:
         result = dst.read_compute() + result
     elif accumulate is None or accumulate == "written":
