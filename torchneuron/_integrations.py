@@ -17,6 +17,11 @@ def install() -> None:
     from torchneuron import _neuronx_alias
 
     _neuronx_alias.install()
+    # The first torch.compile(backend="neuron") in several threads at once: only a finder for Dynamo's
+    # backend registry here, which patches it when (if ever) it is imported.
+    from torchneuron import _dynamo_registry
+
+    _dynamo_registry.install()
     # Fallback policy: warns once per executed op that has no StableHLO lowering, or refuses it.
     from torchneuron.programs import fallbacks
 
