@@ -5,6 +5,8 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.torchneuron-installed
 CSRC   := $(shell find csrc -name '*.cpp' -o -name '*.h')
+# test worker processes (pytest-xdist): CI has 2 cores; `make test TEST_WORKERS=0` runs in this process
+TEST_WORKERS ?= 2
 
 .PHONY: demo test test-all lint conformance conformance-lowered bench info install clean
 
@@ -12,13 +14,13 @@ demo: install
 	$(PY) -m torchneuron demo
 
 test: install lint
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow" tests
 
 lint: install
 	$(PY) -m ruff check .
 
 test-all: install lint
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) tests
 
 conformance: install
 	$(PY) -m tests.conformance.report
