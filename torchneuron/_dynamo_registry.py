@@ -9,7 +9,8 @@ function under that name, and every other name, behave as Dynamo makes them.
 
 Each thread looks ``register_backend`` up before it loads the entry point, so the registry must be patched
 before its first lookup: when it is imported. A finder first on ``sys.meta_path`` answers for that one module
-only (it finds it through the other finders and patches it once executed), then removes itself. A program
+only (it finds it through the other finders and patches it once executed), once. It stays in the list: taking
+it out could make another thread's import, iterating the list at that moment, skip the next finder. A program
 that never imports Dynamo pays one string comparison per module it imports.
 """
 
@@ -46,11 +47,15 @@ def tolerate_same_registration(registry: Any) -> None:
 class _PatchOnImport:
     """Meta path finder for `REGISTRY` only: the spec the other finders give, its module patched once run."""
 
+    done = False
+
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != REGISTRY:
+        if fullname != REGISTRY or self.done:
             return None
-        _remove()
+        self.done = True  # a reload finds the module as Dynamo ships it
         for finder in sys.meta_path:
+            if isinstance(finder, _PatchOnImport):
+                continue
             find = getattr(finder, "find_spec", None)
             spec = find(fullname, path, target) if find is not None else None
             if spec is not None:
@@ -66,10 +71,6 @@ class _PatchOnImport:
 
         loader.exec_module = exec_module  # this spec's own loader instance: the module keeps its loader type
         return spec
-
-
-def _remove() -> None:
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _PatchOnImport)]
 
 
 def install() -> None:
