@@ -18,7 +18,8 @@ def install() -> None:
 
     _neuronx_alias.install()
     # The first torch.compile(backend="neuron") in several threads at once: only a finder for Dynamo's
-    # backend registry here, which patches it when (if ever) it is imported.
+    # backend registry here, which patches it when (if ever) it is imported; patched at once when Dynamo
+    # came first (autoload off). Every import of torchneuron.dynamo runs this first (its parent package).
     from torchneuron import _dynamo_registry
 
     _dynamo_registry.install()

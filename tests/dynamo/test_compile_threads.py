@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.helpers import run_python
 
 FIRST_COMPILES_IN_THREADS = """
+    {first}
     import json, threading, torch
 
     x = torch.randn(64, device="neuron")
@@ -33,8 +36,11 @@ FIRST_COMPILES_IN_THREADS = """
 """
 
 
-def test_first_compiles_in_several_threads_at_once_all_succeed() -> None:
-    out = json.loads(run_python(FIRST_COMPILES_IN_THREADS.format(n=3)).stdout.strip().splitlines()[-1])
+@pytest.mark.parametrize("first,autoload", [("", "1"), ("import torch._dynamo; import torchneuron", "0")],
+                         ids=["autoload", "dynamo_imported_before_torchneuron"])
+def test_first_compiles_in_several_threads_at_once_all_succeed(first: str, autoload: str) -> None:
+    code = FIRST_COMPILES_IN_THREADS.format(n=3, first=first)
+    out = json.loads(run_python(code, TORCH_DEVICE_BACKEND_AUTOLOAD=autoload).stdout.strip().splitlines()[-1])
     assert out == {"errors": [], "done": [0, 1, 2], "wrong": []}
 
 

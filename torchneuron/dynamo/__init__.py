@@ -6,11 +6,8 @@ entry point, ``torchneuron.compile_options`` or ``torch.neuron.get_dynamo_metric
 
 from __future__ import annotations
 
-from .. import _dynamo_registry
 from .backend import neuron_backend
 from .metrics import get_dynamo_metrics, reset_dynamo_metrics
 from .options import compile_options
-
-_dynamo_registry.install()  # with autoload off, Dynamo may have been imported before torchneuron
 
 __all__ = ["neuron_backend", "get_dynamo_metrics", "reset_dynamo_metrics", "compile_options"]
