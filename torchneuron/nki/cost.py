@@ -25,6 +25,12 @@ MIN_II = 64                 # minimum initiation interval, engine cycles
 SBUF_ACCESS_CYCLES = 60     # start latency of an SBUF/PSUM access
 GPSIMD_START_CYCLES = 150
 MM_INIT_LATENCY = 64
+# AWS's Trainium architecture guide: a Vector instruction that reads the output of the one before it, or one of
+# a few elements per partition (N well below 128: here, at the MIN_II floor), pays "a static instruction
+# overhead of 100 engine cycles" on top of its N or 2N; independent instructions on large tiles hide it. The
+# guide's Vector performance notes apply to the Scalar engine too.
+STATIC_CYCLES = 100
+STATIC_ENGINES = ("vector", "scalar")
 DMA_LATENCY_NS = 1300.0     # DMA cross-engine latency
 # Every descriptor (one contiguous run, at most one partition's row) costs its queue this much on top of
 # moving its bytes: descriptor setup and the per-packet handshake. AWS's DMA guide describes the effect
@@ -103,6 +109,9 @@ class CostModel:
         self.dma_starts: list[list[float]] = [[] for _ in range(target.dma_engines)]
         self.dma_ends: list[list[float]] = [[] for _ in range(target.dma_engines)]
         self.ready: dict[int, float] = {}   # storage uid -> time its last write completes
+        # what the last instruction of each STATIC_ENGINES engine wrote, and the engine of the last one
+        self.engine_out: dict[str, set[int]] = {e: set() for e in STATIC_ENGINES}
+        self.last_engine = ""
         self.busy = {e: 0.0 for e in ENGINES}
         self.counts: dict[str, int] = dict.fromkeys(ENGINES, 0)  # instructions per engine
         self.end = 0.0
@@ -137,6 +146,12 @@ class CostModel:
                 flops: float = 0.0, after: float = 0.0) -> float:
         """Schedules one instruction; returns when it ends (its operands' room is free from then on)."""
         clock = self._clocks[engine]
+        last = self.engine_out.get(engine)
+        if last is not None:
+            if cycles <= MIN_II or any(uid in last for uid in reads):
+                cycles += STATIC_CYCLES
+            self.engine_out[engine] = set(writes)
+        self.last_engine = engine
         ns = cycles / clock
         start = max(self.engine_free[engine], self._deps(reads), after)
         shares_port = self.target.generation == 2 and engine in ("vector", "gpsimd")
@@ -214,10 +229,13 @@ class CostModel:
         for _ in range(2):
             self.dma(bytes_per_partition * partitions, partitions, after=self.end)
 
-    def sync(self, reads: Any = (), writes: Any = (), after: float = 0.0) -> float:
-        """A zero-cost data move (e.g. assigning an instruction's result into a tile): carry readiness."""
+    def sync(self, reads: Any = (), writes: Any = (), after: float = 0.0, folded: bool = False) -> float:
+        """A zero-cost data move (e.g. assigning an instruction's result into a tile): carry readiness.
+        `folded`: the last compute instruction wrote `writes` itself (its result assigned into a tile)."""
         done = max(self._deps(reads), after)
         self._finish(writes, done)
+        if folded and self.last_engine in self.engine_out:
+            self.engine_out[self.last_engine].update(writes)
         return done
 
 

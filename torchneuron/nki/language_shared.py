@@ -4,13 +4,14 @@ no masks and the same functions simply never receive one."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 from . import dtypes as _dt
 from .core import context as _ctx
+from .core import hoist as _hoist
 from .core.buffers import HBM as _HBM
 from .core.buffers import PRIVATE_HBM as _PRIVATE_HBM
 from .core.buffers import PSUM as _PSUM
@@ -386,20 +387,64 @@ def device_print(prefix: str, x: Any) -> None:
 
 def affine_range(start: Any, stop: Any = None, step: Any = 1, unroll: Any = None,
                  directives: Any = None) -> Iterable[int]:
-    return _range(start, stop, step)
+    return _Loop(start, stop, step)
 
 
 def sequential_range(start: Any, stop: Any = None, step: Any = 1, directives: Any = None) -> Iterable[int]:
-    return _range(start, stop, step)
+    return _Loop(start, stop, step)
 
 
 def static_range(start: Any, stop: Any = None, step: Any = 1, directives: Any = None) -> Iterable[int]:
-    return _range(start, stop, step)
+    return _Loop(start, stop, step)
 
 
-def _range(start: Any, stop: Any, step: Any) -> range:
-    return range(int(start)) if stop is None else range(int(start), int(stop), int(step))
+class _Loop:
+    """A loop's iterations, as a `range` offers them. Iterated inside a kernel, it tells the launch which loop
+    and iteration its instructions run in: the cost model computes loop-invariant ones once (`core.hoist`)."""
+
+    __slots__ = ("_range",)
+
+    def __init__(self, start: Any, stop: Any, step: Any) -> None:
+        self._range = range(int(start)) if stop is None else range(int(start), int(stop), int(step))
+
+    def __iter__(self) -> Iterator[int]:
+        run = _ctx.active()
+        if run is None or not run.accounting:
+            return iter(self._range)
+        return _hoist.iterate(run, self._range)
+
+    def __len__(self) -> int:
+        return len(self._range)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._range[i]
+
+    def __reversed__(self) -> Iterator[int]:
+        return reversed(self._range)
+
+    def __contains__(self, v: Any) -> bool:
+        return v in self._range
+
+    def __eq__(self, other: Any) -> bool:
+        return self._range == (other._range if isinstance(other, _Loop) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def start(self) -> int:
+        return self._range.start
+
+    @property
+    def stop(self) -> int:
+        return self._range.stop
+
+    @property
+    def step(self) -> int:
+        return self._range.step
+
+    def __repr__(self) -> str:
+        return repr(self._range)
 
 
-_NOT_LANGUAGE = {"annotations", "builtins", "np", "Any", "Iterable", "NkiTensor", "Mask", "fail"}
+_NOT_LANGUAGE = {"annotations", "builtins", "np", "Any", "Iterable", "Iterator", "NkiTensor", "Mask", "fail"}
 __all__ = [n for n in dir() if not n.startswith(("_", "ERR_")) and n not in _NOT_LANGUAGE]

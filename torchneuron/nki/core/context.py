@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ERR_OUTSIDE_KERNEL, fail
 from ..hardware import Target
-from . import room
+from . import hoist, room
 from .memory import OnChipMemory, Whole
 from .scoped import scoped
 from .tensor import NkiTensor
@@ -52,6 +52,11 @@ class KernelRun:
     accounting: bool = True
     # the instructions issued, for the cost model once the live ranges are known (core.room.replay)
     log: list = field(default_factory=list)
+    # the NKI loops being iterated, innermost last ([loop instance, iteration]), the instructions each saw in
+    # its current and previous iteration, and each tile's last write: what `core.hoist` needs
+    loops: list = field(default_factory=list)
+    invariants: dict = field(default_factory=dict)
+    written: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # a repeat keeps no live ranges (every use of `memory` is behind `accounting`)
@@ -80,13 +85,21 @@ class KernelRun:
         return out
 
     def issue(self, engine: str, cycles: float, reads: Iterable[Any] = (), writes: Iterable[Any] = (),
-              latency_cycles: float = 0.0, flops: float = 0.0) -> None:
-        """A compute instruction on `engine` reading and writing these tensors (non-tensors are skipped)."""
+              latency_cycles: float = 0.0, flops: float = 0.0, pure: tuple | None = None) -> None:
+        """A compute instruction on `engine` reading and writing these tensors (non-tensors are skipped).
+        `pure`: what else defines its result (its ops), given only by instructions whose result is a function
+        of that and their operands; such an instruction repeating the previous iteration of its loop is free
+        (`core.hoist`)."""
         if not self.accounting:
             return
+        if pure is not None and self.loops and hoist.repeated(self, engine, cycles, pure, reads, writes):
+            self.issue_move(reads, writes)
+            return
         tick = self.memory.tick = self.memory.tick + 1
-        self.log.append((room.COMPUTE, tick, engine, cycles, self._operands(reads, tick),
-                         self._operands(writes, tick), latency_cycles, flops))
+        out = self._operands(writes, tick)
+        self.log.append((room.COMPUTE, tick, engine, cycles, self._operands(reads, tick), out, latency_cycles,
+                         flops))
+        self._wrote(out, tick)
 
     def issue_dma(self, nbytes: float, descriptors: int, src: NkiTensor, dst: NkiTensor,
                   moved: float | None = None) -> None:
@@ -94,15 +107,24 @@ class KernelRun:
         if not self.accounting:
             return
         tick = self.memory.tick = self.memory.tick + 1
-        self.log.append((room.DMA, tick, nbytes, descriptors, self._operands((src,), tick),
-                         self._operands((dst,), tick), moved))
+        out = self._operands((dst,), tick)
+        self.log.append((room.DMA, tick, nbytes, descriptors, self._operands((src,), tick), out, moved))
+        self._wrote(out, tick)
 
-    def issue_move(self, reads: Iterable[Any], writes: Iterable[Any]) -> None:
-        """A value landing in a tile at no cost (an assignment the compiler folds into the producer)."""
+    def issue_move(self, reads: Iterable[Any], writes: Iterable[Any], folded: bool = False) -> None:
+        """A value landing in a tile at no cost (an assignment the compiler folds into the producer:
+        `folded`, the instruction just issued writes `writes` itself)."""
         if not self.accounting:
             return
         tick = self.memory.tick = self.memory.tick + 1
-        self.log.append((room.MOVE, tick, self._operands(reads, tick), self._operands(writes, tick)))
+        out = self._operands(writes, tick)
+        self.log.append((room.MOVE, tick, self._operands(reads, tick), out, folded))
+        self._wrote(out, tick)
+
+    def _wrote(self, uids: list[int], tick: int) -> None:
+        written = self.written
+        for uid in uids:
+            written[uid] = tick
 
     def schedule(self) -> None:
         """Hands the recorded instructions to the cost model (after `memory.finish()`)."""

@@ -95,7 +95,7 @@ def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory) ->
         elif kind == DMA:
             end = cost.dma(entry[2], entry[3], entry[4], entry[5], after, entry[6])
         else:
-            end = cost.sync(entry[2], entry[3], after)
+            end = cost.sync(entry[2], entry[3], after, entry[4])
         for k in kinds:
             gone = lasts[k].get(tick, 0)
             if gone:

@@ -88,10 +88,12 @@ def _broadcast_on_pe(run: Any, t: NkiTensor) -> bool:
     return in_psum
 
 
-def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine: Any = None) -> None:
+def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine: Any = None,
+                 pure: tuple | None = None) -> None:
     """Charges an elementwise instruction on `engine` (as the caller got it: resolved here, after the gate).
     Operands are streamed unless broadcast along the free dims (folded in, `free_broadcast`); a partition
-    broadcast is made on the Tensor engine and read from PSUM (`partition_broadcast`)."""
+    broadcast is made on the Tensor engine and read from PSUM (`partition_broadcast`). `pure`: the ops, when
+    the result is a function of them and the operands alone (no mask), for `KernelRun.issue`."""
     run = context.current()
     if not run.accounting:  # a repeat of a checked signature charges nothing
         return
@@ -122,7 +124,7 @@ def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine:
         two = streamed >= 2 and not psum and not fast
         cycles = cost.vector_cycles(run.target, n, 2 if two else 1, fast, kind)
     cycles *= strided_penalty(dst, *inputs)
-    run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES)
+    run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES, pure=pure)
 
 
 def _engine_name(engine: Any, default: str) -> str:
@@ -166,7 +168,7 @@ def tensor_tensor(dst: NkiTensor, data1: Any, data2: Any, op: Any, engine: Any =
     else:
         values = alu.binary(name, read(data1, mask), read(data2, mask))
     write(dst, values, mask, api)
-    _vector_cost(api, dst, [data1, data2], "tensor_tensor", engine)
+    _vector_cost(api, dst, [data1, data2], "tensor_tensor", engine, None if mask is not None else (name,))
 
 
 def _scalar_operand(v: Any, dst: NkiTensor, api: str, arg: str) -> Any:
@@ -196,7 +198,9 @@ def tensor_scalar(dst: NkiTensor, data: Any, op0: Any, operand0: Any, reverse0: 
         name = alu.op_name(op)
         x = alu.binary(name, s, x) if reverse else alu.binary(name, x, s)
     write(dst, x, mask, api)
-    _vector_cost(api, dst, [data, operand0, operand1], "tensor_scalar", engine)
+    pure = None if mask is not None else \
+        (alu.op_name(op0), reverse0, None if op1 is None else alu.op_name(op1), reverse1)
+    _vector_cost(api, dst, [data, operand0, operand1], "tensor_scalar", engine, pure)
 
 
 def scalar_tensor_tensor(dst: NkiTensor, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
@@ -211,7 +215,8 @@ def scalar_tensor_tensor(dst: NkiTensor, data: Any, op0: Any, operand0: Any, op1
     n1 = alu.op_name(op1)
     x = alu.binary(n1, t, x) if reverse1 else alu.binary(n1, x, t)
     write(dst, x, mask, api)
-    _vector_cost(api, dst, [data, operand1], "stt")
+    _vector_cost(api, dst, [data, operand0, operand1], "stt",
+                 pure=None if mask is not None else (n0, reverse0, n1, reverse1))
 
 
 def _activation_vector(v: Any, dst: NkiTensor, api: str, arg: str, code_type: str) -> Any:
@@ -247,7 +252,10 @@ def activation(dst: NkiTensor, op: Any, data: Any, bias: Any = None, scale: Any 
     run = context.current()
     reduce_registers(api, out, reduce_op, reduce_res, reduce_cmd)
     cycles = cost.scalar_cycles(_per_partition(dst), reduce_res is not None) * strided_penalty(dst, data)
-    run.issue("scalar", cycles, (data, bias, scale), (dst, reduce_res), cost.SBUF_ACCESS_CYCLES)
+    # the reduce registers carry state between instructions: an instruction using them is not pure
+    idle = reduce_res is None and str(getattr(reduce_cmd, "name", reduce_cmd) or "idle") == "idle"
+    pure = (name,) if mask is None and idle else None
+    run.issue("scalar", cycles, (data, bias, scale), (dst, reduce_res), cost.SBUF_ACCESS_CYCLES, pure=pure)
 
 
 def reduce_registers(api: str, out: np.ndarray, reduce_op: Any, reduce_res: NkiTensor | None, reduce_cmd: Any) -> None:
@@ -300,7 +308,7 @@ def tensor_copy(dst: NkiTensor, src: Any, engine: Any = None, mask: np.ndarray |
         dst.write(values, mask_for(mask, dst.shape))
     else:
         write(dst, read(src, mask), mask, api)
-    _vector_cost(api, dst, [src], "copy", eng)
+    _vector_cost(api, dst, [src], "copy", eng, None if mask is not None else ("copy",))
 
 
 def memset(dst: NkiTensor, value: Any, engine: Any = None, mask: np.ndarray | None = None, api: str = "memset") -> None:
@@ -356,11 +364,11 @@ def nl_unary(name: str, x: Any, dtype: Any = None, mask: np.ndarray | None = Non
     if name == "invert":
         _check_compute(f"nl.{name}", dst, x=x)
         write(dst, np.invert(read_raw(x, mask).astype(np.int64)), mask, f"nl.{name}")
-        _vector_cost(f"nl.{name}", dst, [x], "tensor_scalar")
+        _vector_cost(f"nl.{name}", dst, [x], "tensor_scalar", pure=None if mask is not None else (name,))
     elif name in _VECTOR_UNARY:
         _check_compute(f"nl.{name}", dst, x=x)
         write(dst, alu.unary(name, read(x, mask)), mask, f"nl.{name}")
-        _vector_cost(f"nl.{name}", dst, [x], "tensor_scalar")
+        _vector_cost(f"nl.{name}", dst, [x], "tensor_scalar", pure=None if mask is not None else (name,))
     else:
         activation(dst, name, x, mask=mask, api=f"nl.{name}")
     return mark_result(dst, mask)
