@@ -104,6 +104,8 @@ class CostModel:
         self.engine_free = {e: 0.0 for e in ENGINES if e != "dma"}
         # NeuronCore-v2: Vector and GpSimd cannot access SBUF at the same time (lifted on v3+)
         self.sbuf_port_free = 0.0
+        # ... and Vector and Scalar cannot access PSUM at the same time (lifted on v3+)
+        self.psum_port_free = 0.0
         self.dma_free = [0.0] * target.dma_engines  # when each queue's last transfer ends
         # each queue's busy intervals (sorted, disjoint; back-to-back transfers merge): `dma` backfills gaps
         self.dma_starts: list[list[float]] = [[] for _ in range(target.dma_engines)]
@@ -143,8 +145,9 @@ class CostModel:
             self.end = done
 
     def compute(self, engine: str, cycles: float, reads: Any = (), writes: Any = (), latency_cycles: float = 0.0,
-                flops: float = 0.0, after: float = 0.0) -> float:
-        """Schedules one instruction; returns when it ends (its operands' room is free from then on)."""
+                flops: float = 0.0, after: float = 0.0, psum: bool = False) -> float:
+        """Schedules one instruction; returns when it ends (its operands' room is free from then on).
+        `psum`: a Vector or Scalar instruction that reads or writes PSUM (they take turns on NeuronCore-v2)."""
         clock = self._clocks[engine]
         last = self.engine_out.get(engine)
         if last is not None:
@@ -157,6 +160,10 @@ class CostModel:
         shares_port = self.target.generation == 2 and engine in ("vector", "gpsimd")
         if shares_port:
             start = max(start, self.sbuf_port_free)
+        if psum and self.target.generation == 2:
+            start = max(start, self.psum_port_free)
+            self.psum_port_free = start + ns
+        if shares_port:
             self.sbuf_port_free = start + ns
         self.engine_free[engine] = start + ns
         self.busy[engine] += ns

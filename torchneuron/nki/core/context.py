@@ -8,6 +8,7 @@ documented `err_nki_api_outside_of_nki_kernel` when there is none.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -95,10 +96,13 @@ class KernelRun:
         if pure is not None and self.loops and hoist.repeated(self, engine, cycles, pure, reads, writes):
             self.issue_move(reads, writes)
             return
+        # NeuronCore-v2's Vector and Scalar engines take turns at PSUM (AWS's architecture guide)
+        psum = self.target.generation == 2 and engine in ("vector", "scalar") and any(
+            isinstance(t, NkiTensor) and t.buffer.name == "psum" for t in itertools.chain(reads, writes))
         tick = self.memory.tick = self.memory.tick + 1
         out = self._operands(writes, tick)
         self.log.append((room.COMPUTE, tick, engine, cycles, self._operands(reads, tick), out, latency_cycles,
-                         flops))
+                         flops, psum))
         self._wrote(out, tick)
 
     def issue_dma(self, nbytes: float, descriptors: int, src: NkiTensor, dst: NkiTensor,

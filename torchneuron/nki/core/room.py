@@ -91,7 +91,7 @@ def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory) ->
                 after = max(after, freed[k].earliest(freed[k].capacity - live[k] - need))
                 live[k] += need
         if kind == COMPUTE:
-            end = cost.compute(entry[2], entry[3], entry[4], entry[5], entry[6], entry[7], after)
+            end = cost.compute(entry[2], entry[3], entry[4], entry[5], entry[6], entry[7], after, entry[8])
         elif kind == DMA:
             end = cost.dma(entry[2], entry[3], entry[4], entry[5], after, entry[6])
         else:
