@@ -80,8 +80,7 @@ def test_partition_broadcast_wider_than_psum_is_streamed_from_sbuf() -> None:
 
 
 def test_nl_mean_is_one_pass_over_the_row() -> None:
-    """nl.mean: one reduce (N cycles) and a tiny (P, 1) scale (MIN_II, plus the static overhead of a tiny
-    instruction reading the one before it), as the LayerNorm tutorial counts it."""
+    """nl.mean: one reduce (N cycles) and a tiny (P, 1) scale (MIN_II), as the LayerNorm tutorial counts it."""
     def kernel(x):
         out = lnl.ndarray((128, 1), x.dtype, buffer=lnl.shared_hbm)
         lnl.store(out, lnl.mean(lnl.load(x), axis=1))
@@ -90,7 +89,7 @@ def test_nl_mean_is_one_pass_over_the_row() -> None:
     x = _f32(np.random.default_rng(3), 128, 2048)
     done = _run(kernel, x)
     np.testing.assert_allclose(done.results, x.mean(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
-    assert done.report.engine_busy_ns["vector"] == pytest.approx((2048 + cost.MIN_II + cost.STATIC_CYCLES) * VECTOR_NS)
+    assert done.report.engine_busy_ns["vector"] == pytest.approx((2048 + cost.MIN_II) * VECTOR_NS)
 
 
 def _storage(uid):
@@ -204,7 +203,7 @@ def test_mamba_tutorial_within_25_percent_of_published(name) -> None:
 
 
 # Known gap: AWS's LayerNorm v2 runs at about compute plus one input load per row tile; the model overlaps the
-# loads fully and lands at 0.7498 (docs/nki.md, Calibration). Its band is 0.70 until that is understood.
+# loads fully and lands at 0.74 (docs/nki.md, Calibration). Its band is 0.70 until that is understood.
 LAYERNORM_BAND = {"v1": (0.75, 1.25), "v2": (0.70, 1.25)}
 
 

@@ -25,12 +25,13 @@ MIN_II = 64                 # minimum initiation interval, engine cycles
 SBUF_ACCESS_CYCLES = 60     # start latency of an SBUF/PSUM access
 GPSIMD_START_CYCLES = 150
 MM_INIT_LATENCY = 64
-# AWS's Trainium architecture guide: a Vector instruction that reads the output of the one before it, or one of
-# a few elements per partition (N well below 128: here, at the MIN_II floor), pays "a static instruction
-# overhead of 100 engine cycles" on top of its N or 2N; independent instructions on large tiles hide it. The
-# guide's Vector performance notes apply to the Scalar engine too.
+# AWS's Trainium architecture guide: "many back-to-back instructions ... with N << 128" on the Vector engine pay
+# "a static instruction overhead of 100 engine cycles" on top of their cost, and its Vector notes apply to the
+# Scalar engine. Here: every operand under TINY_ELEMENTS per partition, charged from the second instruction of
+# such a run on (one tiny instruction among large ones hides it). The guide's other case, a chain of
+# instructions each reading the one before it, is not charged: see docs/nki.md, Cost model.
 STATIC_CYCLES = 100
-STATIC_ENGINES = ("vector", "scalar")
+TINY_ELEMENTS = 64
 DMA_LATENCY_NS = 1300.0     # DMA cross-engine latency
 # Every descriptor (one contiguous run, at most one partition's row) costs its queue this much on top of
 # moving its bytes: descriptor setup and the per-packet handshake. AWS's DMA guide describes the effect
@@ -111,9 +112,8 @@ class CostModel:
         self.dma_starts: list[list[float]] = [[] for _ in range(target.dma_engines)]
         self.dma_ends: list[list[float]] = [[] for _ in range(target.dma_engines)]
         self.ready: dict[int, float] = {}   # storage uid -> time its last write completes
+        self.tiny_last: dict[str, bool] = {}  # whether each engine's last instruction was tiny (STATIC_CYCLES)
         # what the last instruction of each STATIC_ENGINES engine wrote, and the engine of the last one
-        self.engine_out: dict[str, set[int]] = {e: set() for e in STATIC_ENGINES}
-        self.last_engine = ""
         self.busy = {e: 0.0 for e in ENGINES}
         self.counts: dict[str, int] = dict.fromkeys(ENGINES, 0)  # instructions per engine
         self.end = 0.0
@@ -145,16 +145,14 @@ class CostModel:
             self.end = done
 
     def compute(self, engine: str, cycles: float, reads: Any = (), writes: Any = (), latency_cycles: float = 0.0,
-                flops: float = 0.0, after: float = 0.0, psum: bool = False) -> float:
+                flops: float = 0.0, after: float = 0.0, psum: bool = False, tiny: bool = False) -> float:
         """Schedules one instruction; returns when it ends (its operands' room is free from then on).
-        `psum`: a Vector or Scalar instruction that reads or writes PSUM (they take turns on NeuronCore-v2)."""
+        `psum`: a Vector or Scalar instruction that reads or writes PSUM (they take turns on NeuronCore-v2);
+        `tiny`: one with fewer than TINY_ELEMENTS elements per partition in every operand."""
         clock = self._clocks[engine]
-        last = self.engine_out.get(engine)
-        if last is not None:
-            if cycles <= MIN_II or any(uid in last for uid in reads):
-                cycles += STATIC_CYCLES
-            self.engine_out[engine] = set(writes)
-        self.last_engine = engine
+        if tiny and self.tiny_last.get(engine):  # the second and later of a run of tiny instructions
+            cycles += STATIC_CYCLES
+        self.tiny_last[engine] = tiny
         ns = cycles / clock
         start = max(self.engine_free[engine], self._deps(reads), after)
         shares_port = self.target.generation == 2 and engine in ("vector", "gpsimd")
@@ -236,13 +234,10 @@ class CostModel:
         for _ in range(2):
             self.dma(bytes_per_partition * partitions, partitions, after=self.end)
 
-    def sync(self, reads: Any = (), writes: Any = (), after: float = 0.0, folded: bool = False) -> float:
-        """A zero-cost data move (e.g. assigning an instruction's result into a tile): carry readiness.
-        `folded`: the last compute instruction wrote `writes` itself (its result assigned into a tile)."""
+    def sync(self, reads: Any = (), writes: Any = (), after: float = 0.0) -> float:
+        """A zero-cost data move (e.g. assigning an instruction's result into a tile): carry readiness."""
         done = max(self._deps(reads), after)
         self._finish(writes, done)
-        if folded and self.last_engine in self.engine_out:
-            self.engine_out[self.last_engine].update(writes)
         return done
 
 

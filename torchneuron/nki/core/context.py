@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..cost import TINY_ELEMENTS
 from ..errors import ERR_OUTSIDE_KERNEL, fail
 from ..hardware import Target
 from . import hoist, room
@@ -96,13 +97,13 @@ class KernelRun:
         if pure is not None and self.loops and hoist.repeated(self, engine, cycles, pure, reads, writes):
             self.issue_move(reads, writes)
             return
-        # NeuronCore-v2's Vector and Scalar engines take turns at PSUM (AWS's architecture guide)
-        psum = self.target.generation == 2 and engine in ("vector", "scalar") and any(
-            isinstance(t, NkiTensor) and t.buffer.name == "psum" for t in itertools.chain(reads, writes))
+        psum = tiny = False
+        if engine in ("vector", "scalar"):
+            psum, tiny = _psum_and_tiny(reads, writes)
         tick = self.memory.tick = self.memory.tick + 1
         out = self._operands(writes, tick)
         self.log.append((room.COMPUTE, tick, engine, cycles, self._operands(reads, tick), out, latency_cycles,
-                         flops, psum))
+                         flops, psum, tiny))
         self._wrote(out, tick)
 
     def issue_dma(self, nbytes: float, descriptors: int, src: NkiTensor, dst: NkiTensor,
@@ -115,14 +116,13 @@ class KernelRun:
         self.log.append((room.DMA, tick, nbytes, descriptors, self._operands((src,), tick), out, moved))
         self._wrote(out, tick)
 
-    def issue_move(self, reads: Iterable[Any], writes: Iterable[Any], folded: bool = False) -> None:
-        """A value landing in a tile at no cost (an assignment the compiler folds into the producer:
-        `folded`, the instruction just issued writes `writes` itself)."""
+    def issue_move(self, reads: Iterable[Any], writes: Iterable[Any]) -> None:
+        """A value landing in a tile at no cost (an assignment the compiler folds into the producer)."""
         if not self.accounting:
             return
         tick = self.memory.tick = self.memory.tick + 1
         out = self._operands(writes, tick)
-        self.log.append((room.MOVE, tick, self._operands(reads, tick), out, folded))
+        self.log.append((room.MOVE, tick, self._operands(reads, tick), out))
         self._wrote(out, tick)
 
     def _wrote(self, uids: list[int], tick: int) -> None:
@@ -134,6 +134,20 @@ class KernelRun:
         """Hands the recorded instructions to the cost model (after `memory.finish()`)."""
         room.replay(self.cost, self.log, self.memory)
         self.log = []
+
+
+def _psum_and_tiny(reads: Iterable[Any], writes: Iterable[Any]) -> tuple[bool, bool]:
+    """For a Vector/Scalar instruction: whether it touches PSUM (the two engines take turns there on
+    NeuronCore-v2) and whether every operand has fewer than `cost.TINY_ELEMENTS` per partition."""
+    psum, widest = False, 0
+    for t in itertools.chain(reads, writes):
+        if isinstance(t, NkiTensor):
+            if t.buffer.name == "psum":
+                psum = True
+            n = t.free_size
+            if n > widest:
+                widest = n
+    return psum, widest < TINY_ELEMENTS
 
 
 _state = threading.local()

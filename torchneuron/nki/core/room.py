@@ -91,11 +91,12 @@ def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory) ->
                 after = max(after, freed[k].earliest(freed[k].capacity - live[k] - need))
                 live[k] += need
         if kind == COMPUTE:
-            end = cost.compute(entry[2], entry[3], entry[4], entry[5], entry[6], entry[7], after, entry[8])
+            end = cost.compute(entry[2], entry[3], entry[4], entry[5], entry[6], entry[7], after, entry[8],
+                               entry[9])
         elif kind == DMA:
             end = cost.dma(entry[2], entry[3], entry[4], entry[5], after, entry[6])
         else:
-            end = cost.sync(entry[2], entry[3], after, entry[4])
+            end = cost.sync(entry[2], entry[3], after)
         for k in kinds:
             gone = lasts[k].get(tick, 0)
             if gone:

@@ -281,7 +281,6 @@ def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
     if view.buffer.is_hbm or (isinstance(value, NkiTensor) and value.buffer.is_hbm):
         raise fail(ERR_MEMORY, f"assigning {source} to `{view.name}` in '{view.buffer.name}' moves data between HBM "
                    "and the chip: that is a DMA, not an assignment.", "use nl.load / nl.store / nisa.dma_copy.")
-    value_folded = False
     if isinstance(value, NkiTensor):
         produced = value.storage.result_mask
         if produced is not None and value.index is None and value.offset == 0 \
@@ -294,9 +293,8 @@ def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
             vals = vals.reshape(view.shape)
         # a result the previous instruction just produced is written into the tile by that instruction
         # itself (the compiler folds the copy): it does not stay live for the assignment
-        value_folded = run.accounting and run.memory.produced_last(value.storage)
-        src = [] if not run.accounting or value_folded else [value]
-        if value_folded:
+        src = [] if not run.accounting or run.memory.produced_last(value.storage) else [value]
+        if run.accounting and not src:
             run.memory.fold(value.storage)
     else:
         vals = np.asarray(value)
@@ -314,7 +312,7 @@ def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
     if mask is not None and np.shape(vals) != view.shape:
         vals = np.broadcast_to(vals, view.shape)
     view.write(vals, mask_for(mask, view.shape) if mask is not None else None)
-    run.issue_move(src, [view], folded=value_folded)
+    run.issue_move(src, [view])
 
 
 _ENGINE_NAMES: dict[tuple, str] = {}
