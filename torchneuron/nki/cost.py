@@ -113,7 +113,6 @@ class CostModel:
         self.dma_ends: list[list[float]] = [[] for _ in range(target.dma_engines)]
         self.ready: dict[int, float] = {}   # storage uid -> time its last write completes
         self.tiny_last: dict[str, bool] = {}  # whether each engine's last instruction was tiny (STATIC_CYCLES)
-        # what the last instruction of each STATIC_ENGINES engine wrote, and the engine of the last one
         self.busy = {e: 0.0 for e in ENGINES}
         self.counts: dict[str, int] = dict.fromkeys(ENGINES, 0)  # instructions per engine
         self.end = 0.0
