@@ -114,7 +114,7 @@ def test_loops_behave_as_ranges() -> None:
     loop = lnl.affine_range(2, 10, 3)
     assert len(loop) == 3 and loop[1] == 5 and list(reversed(loop)) == [8, 5, 2] and 5 in loop
     assert (loop.start, loop.stop, loop.step) == (2, 10, 3) and list(loop) == [2, 5, 8]
-    assert lnl.static_range(3) == range(3)
+    assert lnl.static_range(3) == range(3) and {lnl.static_range(3): 1}[range(3)] == 1
 
     def kernel(x):
         out = lnl.ndarray((128, N), x.dtype, buffer=lnl.shared_hbm)

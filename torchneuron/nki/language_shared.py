@@ -428,7 +428,8 @@ class _Loop:
     def __eq__(self, other: Any) -> bool:
         return self._range == (other._range if isinstance(other, _Loop) else other)
 
-    __hash__ = None  # type: ignore[assignment]
+    def __hash__(self) -> int:
+        return hash(self._range)
 
     @property
     def start(self) -> int:
