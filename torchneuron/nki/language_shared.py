@@ -431,17 +431,10 @@ class _Loop:
     def __hash__(self) -> int:
         return hash(self._range)
 
-    @property
-    def start(self) -> int:
-        return self._range.start
-
-    @property
-    def stop(self) -> int:
-        return self._range.stop
-
-    @property
-    def step(self) -> int:
-        return self._range.step
+    def __getattr__(self, name: str) -> Any:  # start, stop, step, count, index
+        if name.startswith("_"):  # incl. `_range` itself before __init__ (copy, pickle)
+            raise AttributeError(name)
+        return getattr(self._range, name)
 
     def __repr__(self) -> str:
         return repr(self._range)

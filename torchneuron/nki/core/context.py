@@ -54,24 +54,25 @@ class KernelRun:
     accounting: bool = True
     # the instructions issued, for the cost model once the live ranges are known (core.room.replay)
     log: list = field(default_factory=list)
-    # the NKI loops being iterated, innermost last ([loop instance, iteration]), the instructions each saw in
-    # its current and previous iteration, and each tile's last write: what `core.hoist` needs
+    # the NKI loops being iterated, innermost last ([loop instance, iteration]), and the instructions each saw
+    # in its current and previous iteration: what `core.hoist` needs (with each storage's `last_write`)
     loops: list = field(default_factory=list)
     invariants: dict = field(default_factory=dict)
-    written: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # a repeat keeps no live ranges (every use of `memory` is behind `accounting`)
         self.memory = OnChipMemory(self.target, compiler_allocates=self.api == "legacy") \
             if self.accounting else None  # type: ignore[assignment]
 
-    def _operands(self, tensors: Iterable[Any], tick: int) -> list[int]:
-        """Makes the tensors' storages live at `tick`; their uids, which is all the cost model keeps (the
-        recorded instructions must not hold a kernel's tiles alive until it ends)."""
+    def _operands(self, tensors: Iterable[Any], tick: int, written: bool = False) -> list[int]:
+        """Makes the tensors' storages live at `tick` (`written`: and written then); their uids, which is all
+        the cost model keeps (the recorded instructions must not hold a kernel's tiles alive until it ends)."""
         out = []
         for t in tensors:
             if isinstance(t, NkiTensor):
                 st = t.storage
+                if written:
+                    st.last_write = tick
                 live = st.live
                 if live is not None:
                     if type(live) is Whole:  # Whole.touch, inline: every operand of every instruction
@@ -101,10 +102,8 @@ class KernelRun:
         if engine in ("vector", "scalar"):
             psum, tiny = _psum_and_tiny(reads, writes)
         tick = self.memory.tick = self.memory.tick + 1
-        out = self._operands(writes, tick)
-        self.log.append((room.COMPUTE, tick, engine, cycles, self._operands(reads, tick), out, latency_cycles,
-                         flops, psum, tiny))
-        self._wrote(out, tick)
+        self.log.append((room.COMPUTE, tick, engine, cycles, self._operands(reads, tick),
+                         self._operands(writes, tick, True), latency_cycles, flops, psum, tiny))
 
     def issue_dma(self, nbytes: float, descriptors: int, src: NkiTensor, dst: NkiTensor,
                   moved: float | None = None) -> None:
@@ -112,23 +111,15 @@ class KernelRun:
         if not self.accounting:
             return
         tick = self.memory.tick = self.memory.tick + 1
-        out = self._operands((dst,), tick)
-        self.log.append((room.DMA, tick, nbytes, descriptors, self._operands((src,), tick), out, moved))
-        self._wrote(out, tick)
+        self.log.append((room.DMA, tick, nbytes, descriptors, self._operands((src,), tick),
+                         self._operands((dst,), tick, True), moved))
 
     def issue_move(self, reads: Iterable[Any], writes: Iterable[Any]) -> None:
         """A value landing in a tile at no cost (an assignment the compiler folds into the producer)."""
         if not self.accounting:
             return
         tick = self.memory.tick = self.memory.tick + 1
-        out = self._operands(writes, tick)
-        self.log.append((room.MOVE, tick, self._operands(reads, tick), out))
-        self._wrote(out, tick)
-
-    def _wrote(self, uids: list[int], tick: int) -> None:
-        written = self.written
-        for uid in uids:
-            written[uid] = tick
+        self.log.append((room.MOVE, tick, self._operands(reads, tick), self._operands(writes, tick, True)))
 
     def schedule(self) -> None:
         """Hands the recorded instructions to the cost model (after `memory.finish()`)."""

@@ -46,22 +46,21 @@ def iterate(run: Any, iterations: range) -> Iterator[int]:
 def repeated(run: Any, engine: str, cycles: float, what: tuple, reads: Iterable[Any], writes: Iterable[Any]) -> bool:
     """Whether this instruction repeats one of the previous iteration of its innermost loop (then it is
     free); records it for the next iteration either way."""
-    written = run.written
     parts: list[Any] = [engine, cycles, what]
-    read_uids = set()
+    read = set()
     for t in reads:
         if isinstance(t, NkiTensor):
             if t.index is not None:
                 return False
-            uid = t.storage.uid
-            read_uids.add(uid)
-            parts.append((uid, t.key(), t.dtype, written.get(uid, -1)))
+            st = t.storage
+            read.add(st.uid)
+            parts.append((st.uid, t.key(), t.dtype, st.last_write))
         else:
             parts.append(t)
     for t in writes:
         if isinstance(t, NkiTensor):
-            uid = t.storage.uid
-            if uid in read_uids or uid in written:
+            st = t.storage
+            if st.last_write >= 0 or st.uid in read:
                 return False
             parts.append((t.key(), t.dtype, t.buffer.name))
     key = tuple(parts)
