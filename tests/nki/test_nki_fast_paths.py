@@ -140,3 +140,31 @@ def test_a_target_hashes_as_its_fields_do() -> None:
         assert hash(twin) == hash(target) == hash(tuple(getattr(target, f.name) for f in dataclasses.fields(target)))
         assert {target: 1}[twin] == 1
         assert dataclasses.replace(target, pmax=64) != target
+
+
+@pytest.mark.parametrize(("others", "spare"), [(0.0, True), (0.3, True), (0.6, False), (1.0, False)])
+def test_a_second_blas_thread_only_when_other_processes_leave_a_core(monkeypatch, others, spare) -> None:
+    """The machine's busy time less this process's own: a simulator whose own BLAS threads keep two cores
+    busy still sees a spare core; another process using half a core or more takes it away."""
+    clock = {"now": 100.0, "busy": 50.0, "own": 10.0}
+    monkeypatch.setattr(blas, "_usable_cores", lambda: 2)
+    monkeypatch.setattr(blas, "_machine_busy_seconds", lambda: clock["busy"])
+    monkeypatch.setattr(blas.time, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(blas.time, "process_time", lambda: clock["own"])
+    monkeypatch.setattr(blas, "_idle", (0.0, False, None, 0.0))
+    assert blas._cores_idle() is False  # one sample says nothing yet
+    clock.update(now=102.0, own=14.0, busy=50.0 + 4.0 + 2.0 * others)  # two seconds: this process used 2 cores
+    assert blas._cores_idle() is spare
+    clock.update(now=102.5, busy=1e9)  # asked again within the second: the same answer, not a new sample
+    assert blas._cores_idle() is spare
+
+
+def test_without_proc_stat_the_load_average_decides(monkeypatch) -> None:
+    monkeypatch.setattr(blas, "_usable_cores", lambda: 4)
+    monkeypatch.setattr(blas, "_machine_busy_seconds", lambda: None)
+    monkeypatch.setattr(blas, "_idle", (0.0, False, None, 0.0))
+    monkeypatch.setattr(blas.os, "getloadavg", lambda: (2.5, 0.0, 0.0))
+    assert blas._cores_idle() is True
+    monkeypatch.setattr(blas, "_idle", (0.0, False, None, 0.0))
+    monkeypatch.setattr(blas.os, "getloadavg", lambda: (3.2, 0.0, 0.0))
+    assert blas._cores_idle() is False
