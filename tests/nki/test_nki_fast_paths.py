@@ -12,6 +12,7 @@ import pytest
 from torchneuron.nki import dtypes
 from torchneuron.nki.core import blas
 from torchneuron.nki.core.buffers import HBM, PSUM, SBUF, Storage
+from torchneuron.nki.core.indexing import IndexArray, arange, mgrid
 from torchneuron.nki.core.tensor import NkiTensor
 from torchneuron.nki.errors import NkiError
 
@@ -70,6 +71,41 @@ def test_two_ranges_leave_other_keys_to_basic() -> None:
     for key in ((slice(0, 8, 2), slice(None)), (slice(np.int64(1), 4), slice(None)), (slice(True, 4), slice(0, 2))):
         assert t._two_ranges(key) is None
         assert t[key].key() == t._basic(key).key()
+
+
+def _affine_keys(ndim: int):
+    """Keys of integers and nl.mgrid / nl.arange expressions: in and out of range, reversed and repeated
+    axes, negative steps, fewer grid axes than dimensions, 1-element ranges, runtime-free and raw aranges."""
+    grid2 = mgrid[0:4, 0:3]
+    grid3 = mgrid[0:2, 0:4, 0:3]
+    col, row = arange(4)[:, None], arange(3)[None, :]
+    exprs = [grid2.p, grid2.x, 2 * grid2.x + 1, grid2.p + 4, grid2.x * -1 + 2, grid3.x, grid3.y, col, row,
+             col + 5, mgrid[0:1, 0:3].p, arange(3)]
+    for key in itertools.product(exprs + [0, 1, -1, 9], repeat=ndim):
+        if any(type(k) is IndexArray for k in key):
+            yield key
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_affine_views_give_what_the_general_path_gives(ndim) -> None:
+    """`NkiTensor._affine_view` (integers and affine expressions straight to a strided view) against the
+    normalise / varying / broadcast path it shortcuts, errors included."""
+    shape = (8, 8) if ndim == 2 else (3, 8, 8)
+    for buffer, paxis in ((SBUF, 0), (HBM, 0), (SBUF, 1)):
+        if paxis >= ndim:
+            continue
+        t = NkiTensor.whole(Storage(shape, dtypes.float32, buffer, "t", paxis))
+        for key in _affine_keys(ndim):
+            try:
+                want = t._affine_gather(t._normalise_key(key))
+            except NkiError as e:
+                with pytest.raises(type(e)) as got:
+                    t[key]
+                assert _message(got.value) == _message(e)
+                continue
+            got = t[key]
+            for name in NkiTensor.__slots__:
+                assert _same(getattr(got, name), getattr(want, name)), (key, name)
 
 
 @pytest.mark.parametrize("shape, paxis", [((8, 4), 0), ((2, 8, 4), 1), ((), 0), ((5,), 0), ((3, 0, 2), 1)])

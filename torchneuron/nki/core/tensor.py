@@ -345,12 +345,54 @@ class NkiTensor:
                 if len(plain) > self.ndim:
                     self._normalise_key(plain)  # raises the too-many-indices error
                 return self._basic(plain)
+            if type(key) is tuple and len(key) == self.ndim:
+                view = self._affine_view(key)
+                if view is not None:
+                    return view
         key = self._normalise_key(key)
         if self.index is not None:
             return self._index_gather(key)
         if any(isinstance(k, IndexArray) for k in key):
             return self._affine_gather(key)
         return self._basic(key)
+
+    def _affine_view(self, key: tuple[Any, ...]) -> NkiTensor | None:
+        """`t[bk, i.p, bm * 128 + i.x]` (the legacy tutorials' indexing): integers and compile-time affine
+        expressions, each stepping along its own axis in the tensor's dimension order, are the strided view
+        `_affine_as_slices` finds, without building the expressions' varying forms first. None for anything
+        else, which then takes the general path (and its errors)."""
+        nd = 0
+        for k in key:
+            if type(k) is IndexArray:
+                if k.affine is None or k.runtime or k.raw_arange:
+                    return None
+                if k.ndim > nd:
+                    nd = k.ndim
+            elif type(k) is not int:
+                return None
+        basic: list[Any] = []
+        shape: list[int] = []
+        axis = 0
+        for size, k in zip(self.shape, key):
+            if type(k) is int:
+                basic.append(k)
+                continue
+            along, start, step = k.affine
+            if along + nd - k.ndim != axis:
+                return None
+            n = k.shape[along]
+            if n == 1:
+                step = 1
+            last = start + step * (n - 1)
+            if step <= 0 or start < 0 or last >= size:
+                return None
+            basic.append(slice(start, last + 1, step))
+            shape.append(n)
+            axis += 1
+        if axis != nd:
+            return None
+        view = self._basic(tuple(basic))
+        return view if view.shape == tuple(shape) else None
 
     def _normalise_key(self, key: Any) -> tuple[Any, ...]:
         key = key if type(key) is tuple else (key,)
