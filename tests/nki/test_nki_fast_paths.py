@@ -55,6 +55,14 @@ def test_two_ranges_give_what_basic_gives(view) -> None:
             assert _same(getattr(got, name), getattr(want, name)), name
 
 
+@pytest.mark.parametrize("view", list(_views()), ids=lambda v: f"{v.buffer.name}-{v.strides}-{v.offset}")
+def test_a_whole_view_access_gives_what_normalising_the_ellipsis_gives(view) -> None:
+    want = view._basic(view._normalise_key(...))
+    got = view[...]
+    for name in NkiTensor.__slots__:
+        assert _same(getattr(got, name), getattr(want, name)), name
+
+
 def _same(a, b) -> bool:
     """Equal attributes; index arrays and gather bounds (a tail slice past an HBM tensor's end) by value."""
     if a is b:

@@ -336,6 +336,8 @@ class NkiTensor:
                 view = self._two_ranges(key)
                 if view is not None:
                     return view
+            if key is Ellipsis:  # `t[...]`, the legacy whole-tile access: every dimension whole
+                return self._basic(())
             plain = key if type(key) is tuple else (key,)
             for k in plain:
                 kind = type(k)
