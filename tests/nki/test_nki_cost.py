@@ -11,6 +11,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import torchneuron.nki.isa as nisa
 import torchneuron.nki.language as nl
@@ -194,3 +196,17 @@ def test_calibration_against_the_published_tutorial_latencies() -> None:
         assert 0.75 <= row.ratio <= 1.25, row
     estimates = [row.estimated_ms for row in rows]
     assert estimates == sorted(estimates, reverse=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([1, 3, 15, 16, 128, 512]), st.floats(64, 1 << 20), st.floats(0, 2e4),
+                          st.integers(0, 7), st.integers(0, 7)), min_size=1, max_size=40))
+def test_transfers_on_all_queues_share_one_timeline_until_one_takes_fewer(transfers) -> None:
+    """`CostModel.dma` keeps one timeline while every transfer has taken all queues and splits it at the
+    first that takes fewer: the schedule equals the one computed queue by queue throughout."""
+    shared, apart = cost.CostModel(TRN1), cost.CostModel(TRN1)
+    apart.dma_uniform = False
+    for chunks, nbytes, after, src, dst in transfers:
+        ends = [m.dma(nbytes, chunks, (src,), (dst,), after) for m in (shared, apart)]
+        assert ends[0] == ends[1]
+    assert shared.dma_free == apart.dma_free and shared.busy == apart.busy

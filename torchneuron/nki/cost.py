@@ -111,6 +111,9 @@ class CostModel:
         # each queue's busy intervals (sorted, disjoint; back-to-back transfers merge): `dma` backfills gaps
         self.dma_starts: list[list[float]] = [[] for _ in range(target.dma_engines)]
         self.dma_ends: list[list[float]] = [[] for _ in range(target.dma_engines)]
+        # while every transfer has taken all queues, their timelines are equal: queue 0's stands for all (a
+        # 128-partition transfer is 128 descriptors, so most kernels never split them)
+        self.dma_uniform = True
         self.ready: dict[int, float] = {}   # storage uid -> time its last write completes
         self.tiny_last: dict[str, bool] = {}  # whether each engine's last instruction was tiny (STATIC_CYCLES)
         self.busy = {e: 0.0 for e in ENGINES}
@@ -187,6 +190,18 @@ class CostModel:
         wire = nbytes if moved is None or moved < nbytes else moved
         ns = (chunks * DMA_DESCRIPTOR_NS + wire / self.target.dma_bytes_per_ns_per_engine) / lanes
         t = max(self._deps(reads), after)
+        if lanes == n and self.dma_uniform:
+            start = self._fit(0, t, ns)
+            end = start + ns
+            self._occupy(0, start, end)
+            if end > free[0]:
+                free[:] = [end] * n
+            return self._dma_done(ns, lanes, nbytes, writes, end)
+        if self.dma_uniform:  # the first transfer on fewer queues: each queue needs its own timeline now
+            self.dma_uniform = False
+            for q in range(1, n):
+                self.dma_starts[q] = list(self.dma_starts[0])
+                self.dma_ends[q] = list(self.dma_ends[0])
         if lanes == n and t >= max(free):  # after everything queued so far: no gap to look at
             start = t
             queues: Any = range(n)
@@ -210,6 +225,10 @@ class CostModel:
             self._occupy(q, start, end)
             if end > free[q]:
                 free[q] = end
+        return self._dma_done(ns, lanes, nbytes, writes, end)
+
+    def _dma_done(self, ns: float, lanes: int, nbytes: float, writes: Any, end: float) -> float:
+        n = len(self.dma_free)
         self.busy["dma"] += ns * lanes / n  # wall-equivalent of all queues together
         self.counts["dma"] += 1
         self.dma_bytes += nbytes
