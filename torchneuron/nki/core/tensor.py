@@ -373,26 +373,24 @@ class NkiTensor:
             elif type(k) is not int:
                 return None
         basic: list[Any] = []
-        shape: list[int] = []
-        axis = 0
+        shape = [1] * nd
+        axis = -1
         for size, k in zip(self.shape, key):
             if type(k) is int:
                 basic.append(k)
                 continue
             along, start, step = k.affine
-            if along + nd - k.ndim != axis:
+            a = along + nd - k.ndim
+            if a <= axis:
                 return None
-            n = k.shape[along]
+            axis = a
+            n = shape[a] = k.shape[along]
             if n == 1:
                 step = 1
             last = start + step * (n - 1)
             if step <= 0 or start < 0 or last >= size:
                 return None
             basic.append(slice(start, last + 1, step))
-            shape.append(n)
-            axis += 1
-        if axis != nd:
-            return None
         view = self._basic(tuple(basic))
         return view if view.shape == tuple(shape) else None
 
@@ -581,10 +579,10 @@ class NkiTensor:
         """`t[k * 128 + i.p, m * 512 + i.x]` (the legacy tutorials' indexing): when every expression steps
         along its own axis, in the tensor's dimension order, and stays inside the tensor, the access is the
         strided view of the equivalent slices (no per-element index array: the fast path every view
-        takes). Anything else (transposing, runtime or non-affine indices, a tail past the end that the
+        takes), as the compiler's access pattern is. Anything else (transposing, runtime or non-affine indices, a tail past the end that the
         access's mask must cut) stays a gather."""
         basic: list[Any] = []
-        axis = 0
+        axis = -1
         nd = len(shape)
         for dim, k in enumerate(key):
             if not isinstance(k, IndexArray):
@@ -594,8 +592,9 @@ class NkiTensor:
             if aff is None or k.runtime:
                 return None
             a = aff[0] + nd - k.ndim  # broadcasting aligns on the right
-            if a != axis:
+            if a <= axis:
                 return None
+            axis = a
             n = shape[a]
             if k.shape[aff[0]] != n:
                 return None
@@ -604,9 +603,8 @@ class NkiTensor:
             if step <= 0 or start < 0 or last >= self.shape[dim]:
                 return None
             basic.append(slice(start, last + 1, step))
-            axis += 1
-        if axis != nd:
-            return None
+        # the result's other axes are 1 (an integer's, or an expression's constant ones: `t[i_p, 0]` with
+        # i_p = nl.arange(128)[:, None]); the slices' view has them where the integers keep theirs
         view = self._basic(tuple(basic))
         return view if view.shape == tuple(shape) else None
 
