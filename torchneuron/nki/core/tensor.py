@@ -579,8 +579,8 @@ class NkiTensor:
         """`t[k * 128 + i.p, m * 512 + i.x]` (the legacy tutorials' indexing): when every expression steps
         along its own axis, in the tensor's dimension order, and stays inside the tensor, the access is the
         strided view of the equivalent slices (no per-element index array: the fast path every view
-        takes), as the compiler's access pattern is. Anything else (transposing, runtime or non-affine indices, a tail past the end that the
-        access's mask must cut) stays a gather."""
+        takes), as the compiler's access pattern is. Anything else (transposing, runtime or non-affine
+        indices, a tail past the end that the access's mask must cut) stays a gather."""
         basic: list[Any] = []
         axis = -1
         nd = len(shape)
