@@ -1,6 +1,7 @@
 """Shortcuts the simulator takes on hot paths give what the general code gives: two-range indexing of 2-D
-views (`NkiTensor._two_ranges`) against `_basic`, storage layouts against a fresh computation, and the BLAS
-thread count a launch sets once (`blas.launch_scope`) against per-matmul setting."""
+views (`NkiTensor._two_ranges`) against `_basic`, integer and affine keys (`_affine_view`) and `t[...]`
+against the normalising path, storage layouts against a fresh computation, and the BLAS thread count a
+launch sets once (`blas.launch_scope`) against per-matmul setting, with the test for a spare core."""
 
 from __future__ import annotations
 

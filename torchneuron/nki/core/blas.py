@@ -70,7 +70,8 @@ def _cores_idle() -> bool:
     """Whether a core is free for a second BLAS thread, asked at most once a second: what other processes
     ran over the last second, the machine's busy time less this process's own CPU time, leaves a core
     and a half. The load average cannot say it: it lags by a minute and counts this process, whose own
-    BLAS threads then switched the second thread off. Without /proc/stat, the load average less one."""
+    BLAS threads then switched the second thread off. Without /proc/stat: a 1-minute load average below the
+    cores less one."""
     global _idle
     now = time.monotonic()
     last_at, spare, last_busy, last_own = _idle
