@@ -210,3 +210,38 @@ def test_transfers_on_all_queues_share_one_timeline_until_one_takes_fewer(transf
         ends = [m.dma(nbytes, chunks, (src,), (dst,), after) for m in (shared, apart)]
         assert ends[0] == ends[1]
     assert shared.dma_free == apart.dma_free and shared.busy == apart.busy
+
+
+def test_a_tile_assigned_a_result_is_ready_when_the_producer_ends() -> None:
+    """`t[...] = nl.load(x)` (the compiler has the DMA write into `t`) costs what `t = nl.load(x)` costs: an
+    instruction reading `t` waits for the transfer, whether the tile is whole or one block of a larger one."""
+    from torchneuron.nki.legacy import language as lnl
+    from torchneuron.nki.runner import launch
+
+    def loaded(x):
+        out = lnl.ndarray(x.shape, x.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(x)
+        lnl.store(out, lnl.multiply(t, 2.0))
+        return out
+
+    def assigned(x):
+        out = lnl.ndarray(x.shape, x.dtype, buffer=lnl.shared_hbm)
+        t = lnl.ndarray(x.shape, x.dtype, buffer=lnl.sbuf)
+        t[...] = lnl.load(x)
+        lnl.store(out, lnl.multiply(t, 2.0))
+        return out
+
+    def block(x):
+        out = lnl.ndarray(x.shape, x.dtype, buffer=lnl.shared_hbm)
+        t = lnl.ndarray((2, lnl.par_dim(128), x.shape[1]), x.dtype, buffer=lnl.sbuf)
+        t[1] = lnl.load(x)
+        lnl.store(out, lnl.multiply(t[1], 2.0))
+        return out
+
+    x = np.random.default_rng(0).standard_normal((128, 8192), dtype=np.float32)
+    runs = [launch(k, (x,), {}, (), "legacy", TRN1) for k in (loaded, assigned, block)]
+    for run in runs:
+        np.testing.assert_array_equal(run.results, 2 * x)
+        assert run.report.latency_ns == pytest.approx(runs[0].report.latency_ns)
+    # the load, its latency, the multiply and the store in sequence
+    assert runs[0].report.latency_ns > runs[0].report.engine_busy_ns["dma"] + runs[0].report.engine_busy_ns["vector"]

@@ -64,10 +64,12 @@ class KernelRun:
         self.memory = OnChipMemory(self.target, compiler_allocates=self.api == "legacy") \
             if self.accounting else None  # type: ignore[assignment]
 
-    def _operands(self, tensors: Iterable[Any], tick: int, written: bool = False) -> list[int]:
-        """Makes the tensors' storages live at `tick` (`written`: and written then); their uids, which is all
-        the cost model keeps (the recorded instructions must not hold a kernel's tiles alive until it ends)."""
-        out = []
+    def _operands(self, tensors: Iterable[Any], tick: int, written: bool = False) -> list[Any]:
+        """Makes the tensors' storages live at `tick` (`written`: and written then); what the cost model
+        keeps of them (the recorded instructions must not hold a kernel's tiles alive until it ends): the
+        storage's uid, or (uid, block) per block reached of a block tensor, whose blocks are loaded and
+        computed on independently (an instruction on block 0 does not wait for the load into block 1)."""
+        out: list[Any] = []
         for t in tensors:
             if isinstance(t, NkiTensor):
                 st = t.storage
@@ -83,7 +85,9 @@ class KernelRun:
                             iv.uses.append(tick)
                         iv.last = tick
                     else:
-                        live.touch(tick, t)
+                        uid = st.uid
+                        out.extend((uid, int(b)) for b in live.touch(tick, t))
+                        continue
                 out.append(st.uid)
         return out
 

@@ -90,8 +90,10 @@ class Blocks:
         self.intervals: dict[int, Interval] = {}
         self.new = new
 
-    def touch(self, tick: int, view: Any) -> None:
-        for b in blocks_of(view, self.block_elems):
+    def touch(self, tick: int, view: Any) -> range | np.ndarray:
+        """Makes the blocks `view` reaches live at `tick`; returns them."""
+        blocks = blocks_of(view, self.block_elems)
+        for b in blocks:
             iv = self.intervals.get(b)
             if iv is None:
                 iv = self.intervals[b] = Interval(self.nbytes, self.kind, f"{self.name}[{b}]", self.where)
@@ -100,6 +102,7 @@ class Blocks:
             if iv.last != tick:
                 iv.uses.append(tick)
             iv.last = tick
+        return blocks
 
 
 def blocks_of(view: Any, block_elems: int) -> range | np.ndarray:

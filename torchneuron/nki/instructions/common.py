@@ -292,14 +292,14 @@ def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
             # `col[...] = nl.load(hbm[1])` with col (n, 1): the DMA writes the n elements there in order
             vals = vals.reshape(view.shape)
         # a result the previous instruction just produced is written into the tile by that instruction
-        # itself (the compiler folds the copy): it does not stay live for the assignment
-        src = [] if not run.accounting or run.memory.produced_last(value.storage) else [value]
-        if run.accounting and not src:
-            run.memory.fold(value.storage)
+        # itself (the compiler folds the copy): it does not stay live for the assignment, but the tile is
+        # ready only when that instruction ends (the move reads it, then the fold drops its range)
+        folded = run.accounting and run.memory.produced_last(value.storage)
+        src = [value]
     else:
         vals = np.asarray(value)
         vals = vals.astype(np.float32) if vals.dtype == np.float64 else vals
-        src = []
+        src, folded = [], False
     try:
         np.broadcast_shapes(np.shape(vals), view.shape)
     except ValueError:
@@ -313,6 +313,8 @@ def assign(view: NkiTensor, value: Any, mask: np.ndarray | None = None) -> None:
         vals = np.broadcast_to(vals, view.shape)
     view.write(vals, mask_for(mask, view.shape) if mask is not None else None)
     run.issue_move(src, [view])
+    if folded:
+        run.memory.fold(value.storage)
 
 
 _ENGINE_NAMES: dict[tuple, str] = {}
