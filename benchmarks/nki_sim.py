@@ -15,6 +15,9 @@ Cases (`--cases`, default all):
   shape on trn1: estimate against AWS's measured latency per version, and the wall time of all four (the
   legacy tutorial script's work; target <= 60 s); then the fused Mamba tutorial (calibration.mamba; the
   seq_len 8192 rows with `--mamba-8k`) and the LayerNorm tutorial (calibration.layernorm) the same way.
+* `current_tutorial`: the same four matmul tutorial versions written in the current API
+  (torchneuron.nki.calibration.matmul_current) at the published shape on trn1: wall time of each (target
+  <= 15 s each) and its estimate against AWS's measured latency.
 * `small_tiles`: microseconds per instruction on [128, 64] fp32 tiles (fixed per-instruction cost).
 * `legacy_vs_current`: one matmul (loads hoisted out of the contraction loop, AWS tutorial step 2) written
   three ways at `--legacy-size`^3 bf16: the legacy API with `nl.mgrid` affine indexing (the published legacy
@@ -50,6 +53,7 @@ from torchneuron import nki  # noqa: E402
 from torchneuron.nki import calibration, cost  # noqa: E402
 from torchneuron.nki.calibration import layernorm as ln_tutorial  # noqa: E402
 from torchneuron.nki.calibration import mamba as mamba_tutorial  # noqa: E402
+from torchneuron.nki.calibration import matmul_current  # noqa: E402
 from torchneuron.nki import isa as nisa  # noqa: E402
 from torchneuron.nki import language as nl  # noqa: E402
 from torchneuron.nki import legacy as lnki  # noqa: E402
@@ -220,6 +224,29 @@ def case_published(args: argparse.Namespace, rng: np.random.Generator) -> dict[s
                     "the simulator (AWS's kernels are not copied); attention numbers are not in the table"}
 
 
+def case_current_tutorial(args: argparse.Namespace, rng: np.random.Generator) -> dict[str, Any]:
+    shape = calibration.SHAPE
+    lhsT, rhs = bf16(rng, shape["K"], shape["M"]), bf16(rng, shape["K"], shape["N"])
+    trn1 = target_named("trn1")
+    rows, walls = [], {}
+    for name, kernel in matmul_current.KERNELS.items():
+        t0 = time.perf_counter()
+        done = launch(kernel.func, (lhsT, rhs), {}, (), "current", trn1)
+        walls[name] = time.perf_counter() - t0
+        if name == "tiled":  # the product checked on a slice of rows, as tutorial_matmul does
+            rows_ = slice(0, 128)
+            want = (lhsT[:, rows_].astype(np.float32).T @ rhs.astype(np.float32)).astype(ml_dtypes.bfloat16)
+            got = done.results[rows_].astype(np.float32)
+            assert np.abs(got - want.astype(np.float32)).max() <= 0.02 * np.abs(want.astype(np.float32)).max(), \
+                "current-API tutorial matmul disagrees with NumPy"
+        est = done.report.latency_ns / 1e6
+        published = calibration.PUBLISHED_MS[name]
+        rows.append({"kernel": f"matmul tutorial, current API: {name}", "published_trn1_ms": published,
+                     "estimate_trn1_ms": est, "estimate_over_published": est / published})
+    return {"table": rows, "simulator_wall_s": walls, "simulator_wall_target_each_s": 15.0,
+            "note": "torchneuron.nki.calibration.matmul_current: the tutorial's steps in the current API"}
+
+
 def case_small_tiles(args: argparse.Namespace, rng: np.random.Generator) -> dict[str, Any]:
     steps = 1000
 
@@ -345,6 +372,7 @@ def case_legacy_vs_current(args: argparse.Namespace, rng: np.random.Generator) -
 
 CASES = {"matmul": case_matmul, "tutorial_matmul": case_tutorial_matmul, "flash_attention": case_flash_attention,
          "flash_attention_bwd": case_flash_attention_bwd, "published": case_published,
+         "current_tutorial": case_current_tutorial,
          "small_tiles": case_small_tiles, "legacy_vs_current": case_legacy_vs_current}
 
 

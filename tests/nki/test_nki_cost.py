@@ -186,6 +186,28 @@ def test_calibration_kernels_order_on_a_small_problem() -> None:
     assert ms == sorted(ms, reverse=True)
 
 
+def test_the_current_api_tutorial_steps_compute_the_product_and_keep_their_order() -> None:
+    """calibration.matmul_current (the same four steps in the current API): each gives lhsT.T @ rhs, their
+    estimates keep the tutorial's order, each within 25 % of the legacy version of the same step."""
+    from torchneuron.nki import calibration
+    from torchneuron.nki.calibration import matmul_current
+    from torchneuron.nki.runner import launch
+
+    rng = np.random.default_rng(3)
+    lhsT = rng.standard_normal((1024, 2048), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    rhs = rng.standard_normal((1024, 1024), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    want = lhsT.astype(np.float32).T @ rhs.astype(np.float32)
+    current, legacy = [], []
+    for name, kernel in matmul_current.KERNELS.items():
+        done = launch(kernel.func, (lhsT, rhs), {}, (), "current", TRN1)
+        np.testing.assert_allclose(done.results.astype(np.float32), want, rtol=2e-2, atol=2e-2 * np.abs(want).max())
+        current.append(done.report.latency_ns)
+        legacy.append(launch(calibration.KERNELS[name].func, (lhsT, rhs), {}, (), "legacy", TRN1).report.latency_ns)
+    assert current == sorted(current, reverse=True)
+    for c, lg in zip(current, legacy):
+        assert 0.75 <= c / lg <= 1.25
+
+
 @pytest.mark.slow
 def test_calibration_against_the_published_tutorial_latencies() -> None:
     """AWS measured 51.80 / 42.96 / 22.07 / 6.97 ms on trn1: every estimate within 25 %, order kept."""
