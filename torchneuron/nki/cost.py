@@ -114,7 +114,8 @@ class CostModel:
         # while every transfer has taken all queues, their timelines are equal: queue 0's stands for all (a
         # 128-partition transfer is 128 descriptors, so most kernels never split them)
         self.dma_uniform = True
-        self.ready: dict[int, float] = {}   # storage uid -> time its last write completes
+        # storage uid, or (uid, block) of a block tensor (KernelRun._operands) -> time its last write completes
+        self.ready: dict[Any, float] = {}
         self.tiny_last: dict[str, bool] = {}  # whether each engine's last instruction was tiny (STATIC_CYCLES)
         self.busy = {e: 0.0 for e in ENGINES}
         self.counts: dict[str, int] = dict.fromkeys(ENGINES, 0)  # instructions per engine
