@@ -468,3 +468,23 @@ def test_stream_shuffle_within_quadrants() -> None:
         j = p % 32
         want = -1.0 if j % 4 == 0 else x[(p // 32) * 32 + 31 - j]
         np.testing.assert_array_equal(got[p], want)
+
+
+def test_tensor_copy_on_the_scalar_engine_needs_neuroncore_v3(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AWS documents the current tensor_copy as Vector/GpSimd only on NeuronCore-v2 (trn1): the Scalar engine
+    copies there with activation(op=copy); trn2 copies on any of the three."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        y = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=y, src=t, engine=nisa.scalar_engine)
+        nisa.dma_copy(dst=out, src=y)
+        return out
+
+    x = f32(8, 16)
+    np.testing.assert_array_equal(nki.simulate(k)(x), x)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
+    with pytest.raises(nki.NkiError, match=r"tensor_copy.*Scalar engine.*NeuronCore-v2.*\n?.*activation"):
+        nki.simulate(k)(x)

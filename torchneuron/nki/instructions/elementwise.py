@@ -296,9 +296,16 @@ def reduce_registers(api: str, out: np.ndarray, reduce_op: Any, reduce_res: NkiT
 
 
 def tensor_copy(dst: NkiTensor, src: Any, engine: Any = None, mask: np.ndarray | None = None,
-                api: str = "tensor_copy") -> None:
+                api: str = "tensor_copy", scalar_from_v3: bool = False) -> None:
+    """`scalar_from_v3`: the current API's tensor_copy, which AWS documents as Vector/GpSimd only on
+    NeuronCore-v2 (the legacy one copies there through fp32 on the Scalar engine)."""
     eng = _engine_name(engine, "vector")
     _check_compute(api, dst, src=src)
+    if scalar_from_v3 and eng == "scalar" and context.current().target.generation < 3:
+        raise fail(ERR_INVALID_ARG, f"'{api}' to `{dst.name}` {dst.shape}: the Scalar engine has no tensor_copy "
+                   f"on NeuronCore-v2 (target {context.current().target.name}).",
+                   "use engine=nisa.vector_engine, or copy on the Scalar engine with "
+                   "nisa.activation(dst, op=nl.copy, data=src).")
     if eng == "gpsimd" and (dst.buffer == PSUM or (isinstance(src, NkiTensor) and src.buffer == PSUM)):
         raise fail(ERR_MEMORY, f"'{api}' on the GpSimd engine cannot access PSUM.", "use engine=nisa.vector_engine.")
     if isinstance(src, NkiTensor) and src.dtype == dst.dtype and eng != "scalar":

@@ -122,7 +122,7 @@ def tensor_tensor_scan(dst: NkiTensor, data0: Any, data1: Any, initial: Any, op0
 
 
 def tensor_copy(dst: NkiTensor, src: NkiTensor, engine: Any = engine.unknown, name: str | None = None) -> None:
-    _ew.tensor_copy(dst, src, engine)
+    _ew.tensor_copy(dst, src, engine, scalar_from_v3=True)
 
 
 def tensor_copy_predicated(dst: NkiTensor, src: Any, predicate: Any, reverse_pred: bool = False,
