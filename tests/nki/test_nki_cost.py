@@ -267,3 +267,38 @@ def test_a_tile_assigned_a_result_is_ready_when_the_producer_ends() -> None:
         assert run.report.latency_ns == pytest.approx(runs[0].report.latency_ns)
     # the load, its latency, the multiply and the store in sequence
     assert runs[0].report.latency_ns > runs[0].report.engine_busy_ns["dma"] + runs[0].report.engine_busy_ns["vector"]
+
+
+def _load_then_independent_memset(ordered: bool):
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        y = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        z = nl.ndarray((128, 2048), nl.float32, buffer=nl.sbuf)
+        if ordered:
+            with nl.no_reorder():
+                nisa.tensor_scalar(dst=y, data=t, op0=nl.multiply, operand0=2.0, engine=nisa.vector_engine)
+                nisa.memset(dst=z, value=1.0, engine=nisa.vector_engine)
+        else:
+            nisa.tensor_scalar(dst=y, data=t, op0=nl.multiply, operand0=2.0, engine=nisa.vector_engine)
+            nisa.memset(dst=z, value=1.0, engine=nisa.vector_engine)
+        nisa.tensor_tensor(dst=y, data1=y, data2=z[:, 0:x.shape[1]], op=nl.add)
+        nisa.dma_copy(dst=out, src=y)
+        return out
+    return k
+
+
+def test_the_scheduler_fills_a_wait_with_independent_work_unless_told_not_to() -> None:
+    """A Vector instruction waiting for a load leaves the engine idle; the compiler's scheduler runs the next,
+    independent memset in that time. Inside `nl.no_reorder()` the memset waits its turn."""
+    x = np.ones((128, 2048), np.float32)
+    free = nki.estimate(_load_then_independent_memset(False), x)
+    ordered = nki.estimate(_load_then_independent_memset(True), x)
+    np.testing.assert_array_equal(nki.simulate(_load_then_independent_memset(True))(x), x * 2 + 1)
+    memset_ns = cost.vector_cycles(TRN2, 2048) / TRN2.vector_ghz
+    # ordered, the memset also covers the tensor_scalar result's SBUF latency the add waits for when free
+    latency_ns = cost.SBUF_ACCESS_CYCLES / TRN2.vector_ghz
+    assert free.engine_busy_ns == ordered.engine_busy_ns
+    assert ordered.latency_ns - free.latency_ns == pytest.approx(memset_ns - latency_ns, rel=1e-6)

@@ -11,7 +11,7 @@ import pytest
 from torchneuron.nki import cost
 from torchneuron.nki.calibration import layernorm as ln_tutorial
 from torchneuron.nki.calibration import mamba as mamba_tutorial
-from torchneuron.nki.hardware import TRN1
+from torchneuron.nki.hardware import TRN1, TRN2
 from torchneuron.nki.legacy import isa as lnisa
 from torchneuron.nki.legacy import language as lnl
 from torchneuron.nki.runner import launch
@@ -218,6 +218,79 @@ def test_layernorm_tutorial_estimates_and_order() -> None:
         low, high = LAYERNORM_BAND[name]
         assert low <= ms[name] / ln_tutorial.PUBLISHED_MS[name] <= high, (name, ms[name])
     assert ms["v2"] < ms["v1"]
+
+
+def test_an_instruction_ready_earlier_runs_in_the_gap_its_engine_left() -> None:
+    """The compiler orders each engine's stream: an instruction waiting for a load (ready at 10 us) leaves its
+    engine idle, and a later, independent one runs there instead of behind it."""
+    model = cost.CostModel(TRN1)
+    a, b, c = _storage(1), _storage(2), _storage(3)
+    model.ready[a] = 10_000.0
+    waiting_end = model.compute("scalar", 1_400, reads=(a,), writes=(b,))
+    independent_end = model.compute("scalar", 1_400, writes=(c,))
+    assert waiting_end == pytest.approx(11_000)
+    assert independent_end == pytest.approx(1_000)
+    assert model.busy["scalar"] == pytest.approx(2_000)
+
+
+def test_writes_into_one_tile_start_in_program_order() -> None:
+    """The first write of a tile claims its room (here at 10 us, `after`); a later write into another part of
+    the same tile, ready at once, still starts after it, never in an earlier gap."""
+    model = cost.CostModel(TRN1)
+    t = _storage(1)
+    first_end = model.compute("scalar", 1_400, writes=(t,), after=10_000.0)
+    second_end = model.compute("scalar", 1_400, writes=(t,))
+    assert first_end == pytest.approx(11_000)
+    assert second_end == pytest.approx(12_000)
+
+
+def test_gpsimd_fills_no_gap_while_vector_holds_the_shared_sbuf_port() -> None:
+    """NeuronCore-v2: Vector and GpSimd take turns on SBUF, so a GpSimd instruction ready at 0 waits for the
+    Vector instruction running then, while on trn2 (ports lifted) it runs alongside."""
+    for target, start in ((TRN1, 64 * VECTOR_NS), (TRN2, 0.0)):
+        model = cost.CostModel(target)
+        model.compute("vector", 64, writes=(_storage(1),))
+        gp_ns = 150 / target.gpsimd_ghz
+        vector_ns = 64 / target.vector_ghz
+        end = model.compute("gpsimd", 150, writes=(_storage(2),))
+        assert end == pytest.approx((vector_ns if target is TRN1 else start) + gp_ns)
+
+
+def test_legacy_no_reorder_keeps_an_independent_instruction_behind_a_waiting_one() -> None:
+    """Legacy `ncc.no_reorder()`: the memset issued after a multiply that waits for its load stays behind it."""
+    from torchneuron.nki.legacy import compiler as ncc
+
+    def kernel(x, ordered):
+        out = lnl.ndarray(x.shape, x.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(x)
+        if ordered:
+            with ncc.no_reorder():
+                y = lnl.multiply(t, 2.0)
+                z = lnisa.memset((128, 2048), 1.0, np.float32)
+        else:
+            y = lnl.multiply(t, 2.0)
+            z = lnisa.memset((128, 2048), 1.0, np.float32)
+        lnl.store(out, lnl.add(y, z))
+        return out
+
+    x = np.ones((128, 2048), np.float32)
+    free, ordered = _run(kernel, x, False), _run(kernel, x, True)
+    np.testing.assert_array_equal(ordered.results, x * 2 + 1)
+    assert ordered.report.latency_ns - free.report.latency_ns > 0.9 * 2048 * VECTOR_NS
+
+
+def test_only_the_most_recent_compute_gaps_can_be_filled() -> None:
+    """Each of many Scalar instructions waits 1 us longer than the one before it ends, leaving 1 us gaps; an
+    independent instruction fills the oldest gap still in reach (COMPUTE_REORDER_GAPS back)."""
+    model = cost.CostModel(TRN1)
+    gaps = cost.COMPUTE_REORDER_GAPS + 4
+    for i in range(gaps):
+        a = _storage(100 + i)
+        model.ready[a] = (i + 1) * 2_000.0  # instruction i runs [2 us (i + 1), 2 us (i + 1) + 1 us)
+        model.compute("scalar", 1_400, reads=(a,), writes=(_storage(200 + i),))
+    end = model.compute("scalar", 700, writes=(_storage(1),))  # 0.5 us
+    k = gaps - 1 - cost.COMPUTE_REORDER_GAPS  # the oldest gap in reach follows instruction k
+    assert end == pytest.approx((k + 1) * 2_000 + 1_000 + 500)
 
 
 def test_only_the_most_recent_gaps_can_be_filled() -> None:

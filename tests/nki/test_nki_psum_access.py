@@ -46,9 +46,9 @@ def test_kernels_tell_the_model_which_instructions_touch_psum(monkeypatch) -> No
     compute = cost.CostModel.compute
 
     def spy(self, engine, cycles, reads=(), writes=(), latency_cycles=0.0, flops=0.0, after=0.0, psum=False,
-            tiny=False):
+            tiny=False, in_order=False):
         seen.append((engine, psum))
-        return compute(self, engine, cycles, reads, writes, latency_cycles, flops, after, psum, tiny)
+        return compute(self, engine, cycles, reads, writes, latency_cycles, flops, after, psum, tiny, in_order)
 
     monkeypatch.setattr(cost.CostModel, "compute", spy)
     rng = np.random.default_rng(0)

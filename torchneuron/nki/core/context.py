@@ -58,6 +58,8 @@ class KernelRun:
     # in its current and previous iteration: what `core.hoist` needs (with each storage's `last_write`)
     loops: list = field(default_factory=list)
     invariants: dict = field(default_factory=dict)
+    # depth of `no_reorder` blocks around the instructions being issued: those keep program order on their engine
+    in_order: int = 0
 
     def __post_init__(self) -> None:
         # a repeat keeps no live ranges (every use of `memory` is behind `accounting`)
@@ -107,7 +109,7 @@ class KernelRun:
             psum, tiny = _psum_and_tiny(reads, writes)
         tick = self.memory.tick = self.memory.tick + 1
         self.log.append((room.COMPUTE, tick, engine, cycles, self._operands(reads, tick),
-                         self._operands(writes, tick, True), latency_cycles, flops, psum, tiny))
+                         self._operands(writes, tick, True), latency_cycles, flops, psum, tiny, self.in_order > 0))
 
     def issue_dma(self, nbytes: float, descriptors: int, src: NkiTensor, dst: NkiTensor,
                   moved: float | None = None) -> None:

@@ -92,7 +92,7 @@ def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory) ->
                 live[k] += need
         if kind == COMPUTE:
             end = cost.compute(entry[2], entry[3], entry[4], entry[5], entry[6], entry[7], after, entry[8],
-                               entry[9])
+                               entry[9], entry[10])
         elif kind == DMA:
             end = cost.dma(entry[2], entry[3], entry[4], entry[5], after, entry[6])
         else:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..core import context as _context
 from ..core.buffers import Buffer as _Buffer
 from ..core.tensor import NkiTensor as _NkiTensor
 from ..language_shared import *  # noqa: F403
@@ -61,8 +62,14 @@ def while_loop(init: Any, body_fun: Callable[..., Any]) -> None:
 
 @contextmanager
 def no_reorder() -> Iterator[None]:
-    """Instructions keep program order (the simulator never reorders; the cost model honours data order)."""
-    yield
+    """Instructions inside keep program order on their engines: the cost model's scheduler does not move them
+    into idle time left before an earlier instruction (execution here is always in program order)."""
+    run = _context.current()
+    run.in_order += 1
+    try:
+        yield
+    finally:
+        run.in_order -= 1
 
 
 def _op_constant(name: str) -> Any:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..core import context
 from ..core.buffers import PSUM, SBUF, Buffer, Placement
 
 
@@ -54,4 +55,10 @@ def multi_buffer(n: int) -> int:
 
 @contextmanager
 def no_reorder() -> Iterator[None]:
-    yield
+    """As the current `nl.no_reorder`: the instructions inside keep program order on their engines."""
+    run = context.current()
+    run.in_order += 1
+    try:
+        yield
+    finally:
+        run.in_order -= 1
