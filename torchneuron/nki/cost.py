@@ -114,6 +114,7 @@ class CostModel:
         # storage key -> when its latest write started: writes into one tile start in program order (the first
         # claims the tile's room, `core.room`)
         self.write_from: dict[Any, float] = {}
+        self.last_start = 0.0  # when the most recently scheduled instruction started (`core.room.replay`)
         self.dma_free = [0.0] * target.dma_engines  # when each queue's last transfer ends
         # each queue's busy intervals (sorted, disjoint; back-to-back transfers merge): `dma` backfills gaps
         self.dma_starts: list[list[float]] = [[] for _ in range(target.dma_engines)]
@@ -185,6 +186,7 @@ class CostModel:
         self.busy[engine] += ns
         self.counts[engine] += 1
         self.flops += flops
+        self.last_start = start
         self._writing(writes, start)
         self._finish(writes, end + latency_cycles / clock)
         return end
@@ -229,6 +231,7 @@ class CostModel:
             self._occupy(0, start, end)
             if end > free[0]:
                 free[:] = [end] * n
+            self.last_start = start
             self._writing(writes, start)
             return self._dma_done(ns, lanes, nbytes, writes, end)
         if self.dma_uniform:  # the first transfer on fewer queues: each queue needs its own timeline now
@@ -259,6 +262,7 @@ class CostModel:
             self._occupy(q, start, end)
             if end > free[q]:
                 free[q] = end
+        self.last_start = start
         self._writing(writes, start)
         return self._dma_done(ns, lanes, nbytes, writes, end)
 
@@ -290,6 +294,7 @@ class CostModel:
     def sync(self, reads: Any = (), writes: Any = (), after: float = 0.0) -> float:
         """A zero-cost data move (e.g. assigning an instruction's result into a tile): carry readiness."""
         done = max(self._deps(reads), after)
+        self.last_start = done
         self._finish(writes, done)
         return done
 

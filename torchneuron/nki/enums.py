@@ -51,6 +51,13 @@ class dma_engine(enum.IntEnum):
     gpsimd_dma = 1
 
 
+class dependency(enum.Enum):
+    """`NkiInstruction.depends_on(kind=)`: a hardware semaphore wait, or an order for the compiler's
+    schedulers only (the instructions may still overlap on different engines)."""
+    runtime = "runtime"
+    schedule = "schedule"
+
+
 class nc_version(enum.IntEnum):
     gen2 = 2
     gen3 = 3

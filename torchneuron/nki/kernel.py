@@ -103,8 +103,28 @@ class Kernel:
         return type(self)(self.func, self.api, self.mode, _grid_dims(key, self.api), self.options)
 
     def run(self, *args: Any, **kwargs: Any) -> Launch:
-        self.last_launch = launch(self.func, args, kwargs, self.grid, self.api, self._target())
+        self.last_launch = launch(self.func, args, kwargs, self.grid, self.api, self._target(),
+                                  self.options.get("schedule", ()))
         return self.last_launch
+
+    def with_schedule(self, edges: Any) -> Kernel:
+        """This kernel with scheduling edges between its named instructions (`name=` of nki.isa calls): each
+        pair (instruction, producer or [producers]) issues the first after the others. The cost model's
+        scheduler honours them; values do not depend on them."""
+        pairs = []
+        for pair in edges:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise fail(ERR_INVALID_ARG, f"with_schedule: {pair!r} is not a pair (instruction, producers).",
+                           "pass a list of pairs, e.g. [('plus1', 'recip')] or [('out', ['a', 'b'])].")
+            consumer, producers = pair
+            producers = (producers,) if isinstance(producers, str) else tuple(producers)
+            if not isinstance(consumer, str) or not all(isinstance(p, str) for p in producers):
+                raise fail(ERR_INVALID_ARG, f"with_schedule: {pair!r} names instructions by something else than "
+                           "strings.", "name instructions with name='...' and pass those names.")
+            pairs.append((consumer, producers))
+        options = dict(self.options)
+        options["schedule"] = tuple(options.get("schedule", ())) + tuple(pairs)
+        return type(self)(self.func, self.api, self.mode, self.grid, options)
 
     def _target(self) -> Any:
         """Legacy `jit(platform_target="trn2")` picks the generation, unless NEURON_PLATFORM_TARGET_OVERRIDE

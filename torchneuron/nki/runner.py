@@ -30,6 +30,7 @@ from . import cost, dtypes, host_arrays, launch_signatures, lnc, torch_io
 from .core import alu, blas, context, data_dependence
 from .core.buffers import HBM, SHARED_HBM, Storage
 from .core.tensor import NkiTensor
+from .core.ordering import add_schedule_edges
 from .errors import (
     ERR_ANNOTATION,
     ERR_MEMORY,
@@ -281,26 +282,28 @@ def _write_back(inputs: list[_Input]) -> None:
 
 
 def launch(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], grid: tuple[GridDim, ...] = (),
-           api: str = "legacy", target: Target | None = None) -> Launch:
+           api: str = "legacy", target: Target | None = None, schedule: tuple = ()) -> Launch:
+    """`schedule`: `kernel.with_schedule`'s edges, ((instruction name, (producer names...)), ...)."""
     if context.active() is not None:
         raise fail(ERR_NESTED_SPMD, "a kernel was launched from inside another kernel.",
                    "call the inner function without @nki.jit (as a plain sub-kernel) and without a grid.")
     io = torch_io.open_launch(func, args, kwargs)  # the torch hook: None unless neuron / fake / meta tensors
     if io is None:
-        return _simulate(func, args, kwargs, grid, api, target)
+        return _simulate(func, args, kwargs, grid, api, target, schedule=schedule)
     if io.mode == torch_io.HARDWARE:
         from . import neuron_sdk
 
         return Launch(neuron_sdk.launch(func, args, kwargs, grid, api), None)
     with torch_io.launching(io):
-        done = _simulate(func, args, kwargs, grid, api, target, io.hbm_data, repeatable=io.mode == torch_io.DEVICE)
+        done = _simulate(func, args, kwargs, grid, api, target, io.hbm_data,
+                         repeatable=io.mode == torch_io.DEVICE and not schedule, schedule=schedule)
         torch_io.finished(io, func, api, grid, args, kwargs, done.results, done.report)
     return done
 
 
 def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], grid: tuple[GridDim, ...],
               api: str, target: Target | None, hbm_data: Callable[..., Any] | None = None,
-              repeatable: bool = False) -> Launch:
+              repeatable: bool = False, schedule: tuple = ()) -> Launch:
     """`repeatable`: a device launch, which skips the bookkeeping for a signature already checked
     (`launch_signatures`; NumPy launches, the standalone simulator, are checked every time)."""
     target = target or current_target()
@@ -328,6 +331,8 @@ def _simulate(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
             steered.append(i)
         if run.accounting:
             spilled = run.memory.finish()
+            if schedule:
+                add_schedule_edges(run, schedule)
             run.schedule()
             for iv in spilled:
                 # a spilled PSUM tile is copied out to SBUF and back in (Vector engine, fp32 elements)

@@ -60,6 +60,11 @@ class KernelRun:
     invariants: dict = field(default_factory=dict)
     # depth of `no_reorder` blocks around the instructions being issued: those keep program order on their engine
     in_order: int = 0
+    # ordering edges between log entries (`NkiInstruction.depends_on`, `kernel.with_schedule`): (consumer first,
+    # consumer end, producer first, producer end, dependency kind), for `core.room.replay`
+    edges: list = field(default_factory=list)
+    named: dict = field(default_factory=dict)  # instruction `name=` -> its handles, in program order
+    dynamic_loops: list = field(default_factory=list)  # ids of the dynamic loops being iterated, outermost first
 
     def __post_init__(self) -> None:
         # a repeat keeps no live ranges (every use of `memory` is behind `accounting`)
@@ -129,8 +134,9 @@ class KernelRun:
 
     def schedule(self) -> None:
         """Hands the recorded instructions to the cost model (after `memory.finish()`)."""
-        room.replay(self.cost, self.log, self.memory)
+        room.replay(self.cost, self.log, self.memory, self.edges)
         self.log = []
+        self.edges = []
 
 
 def _psum_and_tiny(reads: Iterable[Any], writes: Iterable[Any]) -> tuple[bool, bool]:

@@ -12,8 +12,11 @@ new tiles fit.
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
+
+from ..errors import ERR_INVALID_ARG, fail
 
 if TYPE_CHECKING:
     from ..cost import CostModel
@@ -61,9 +64,10 @@ class FreedRoom:
         return 0.0
 
 
-def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory) -> None:
+def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory, edges: list | None = None) -> None:
     """Schedules an instance's recorded instructions, each no earlier than SBUF and PSUM have room for the
-    tiles it starts."""
+    tiles it starts and than the kernel's own ordering edges allow (`edges`, from `NkiInstruction.depends_on`:
+    a runtime edge waits for the producer's end, a schedule edge for its start)."""
     kinds = ("sbuf", "psum")
     firsts = {k: defaultdict(int) for k in kinds}  # tick -> bytes per partition its new tiles need
     held_out = {k: defaultdict(int) for k in kinds}  # tick -> bytes whose room its own results may take
@@ -81,9 +85,17 @@ def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory) ->
             lasts[k][iv.last] += iv.nbytes
     freed = {k: FreedRoom(memory.capacity(k)) for k in kinds}
     live = dict.fromkeys(kinds, 0)
-    for entry in log:
+    waits, order = _edges(log, edges) if edges else ({}, range(len(log)))
+    starts: dict[int, float] = {}
+    ends: dict[int, float] = {}
+    for i in order:
+        entry = log[i]
         kind, tick = entry[0], entry[1]
         after = 0.0
+        for producer, runtime in waits.get(i, ()):
+            t = ends[producer] if runtime else starts[producer]
+            if t > after:
+                after = t
         for k in kinds:
             live[k] -= held_out[k].get(tick, 0)
             need = firsts[k].get(tick, 0)
@@ -97,8 +109,51 @@ def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory) ->
             end = cost.dma(entry[2], entry[3], entry[4], entry[5], after, entry[6])
         else:
             end = cost.sync(entry[2], entry[3], after)
+        if edges:
+            starts[i], ends[i] = cost.last_start, end
         for k in kinds:
             gone = lasts[k].get(tick, 0)
             if gone:
                 live[k] -= gone
                 freed[k].add(end, gone)
+
+
+def _edges(log: list[tuple[Any, ...]], edges: list) -> tuple[dict[int, list[tuple[int, bool]]], list[int]]:
+    """Each consumer entry's waits [(producer entry, runtime?)], and an order of the entries that puts every
+    producer before its consumers and otherwise keeps program order (an edge may point to a later instruction)."""
+    from ..enums import dependency
+
+    waits: dict[int, list[tuple[int, bool]]] = defaultdict(list)
+    before: dict[int, set[int]] = defaultdict(set)
+    for c0, c1, p0, p1, kind in edges:
+        if c0 == c1 or p0 == p1:  # a call that issued nothing (or a launch that keeps no cost model)
+            continue
+        runtime = kind is dependency.runtime
+        # runtime: every entry waits for the producer's last to end; schedule: for its first to start
+        producer = p1 - 1 if runtime else p0
+        for c in range(c0, c1):
+            if c != producer:
+                waits[c].append((producer, runtime))
+                before[c].add(producer)
+    if all(p < c for c, ps in before.items() for p in ps):
+        return waits, range(len(log))
+    indegree = [0] * len(log)
+    after: dict[int, list[int]] = defaultdict(list)
+    for c, ps in before.items():
+        for p in ps:
+            indegree[c] += 1
+            after[p].append(c)
+    ready = [i for i in range(len(log)) if indegree[i] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for c in after.get(i, ()):
+            indegree[c] -= 1
+            if indegree[c] == 0:
+                heapq.heappush(ready, c)
+    if len(order) < len(log):
+        raise fail(ERR_INVALID_ARG, "the kernel's instruction dependencies form a cycle (depends_on / "
+                   "with_schedule).", "remove one of the edges that make instructions wait for each other.")
+    return waits, order

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -43,8 +44,25 @@ class NKIObject:
 def dynamic_range(start: Any, stop: Any = None, step: int = 1) -> Iterator[VirtualRegister]:
     """On-device loop whose bounds may be registers; the induction variable is a frozen register."""
     lo, hi = (0, int(start)) if stop is None else (int(start), int(stop))
-    for i in range(lo, hi, int(step)):
-        yield VirtualRegister(i, frozen=True)
+    with _dynamic_loop():
+        for i in range(lo, hi, int(step)):
+            yield VirtualRegister(i, frozen=True)
+
+
+_DYNAMIC_LOOP_IDS = itertools.count()
+
+
+@contextmanager
+def _dynamic_loop() -> Iterator[None]:
+    """Marks the instructions issued inside as in this dynamic loop (what `depends_on` checks)."""
+    loops = _context.current().dynamic_loops
+    mine = next(_DYNAMIC_LOOP_IDS)
+    loops.append(mine)
+    try:
+        yield
+    finally:
+        if mine in loops:  # (a loop left with `break` closes its generator later, maybe after an inner one)
+            loops.remove(mine)
 
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any], Any], step: int = 1) -> None:
@@ -56,8 +74,9 @@ def while_loop(init: Any, body_fun: Callable[..., Any]) -> None:
     """Run `body_fun` while the condition register is non-zero; the body returns the next condition."""
     takes_arg = len(inspect.signature(body_fun).parameters) > 0
     cond = init
-    while int(cond) != 0:
-        cond = body_fun(cond) if takes_arg else body_fun()
+    with _dynamic_loop():
+        while int(cond) != 0:
+            cond = body_fun(cond) if takes_arg else body_fun()
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from ...core import context
 from ...core.tensor import NkiTensor
 from ...enums import (  # noqa: F401
     activation_engine,
+    dependency,
     dge_mode,
     dma_engine,
     engine,
@@ -321,3 +322,18 @@ def get_nc_version() -> nc_version:
 
 def get_nc_sub_version() -> int:
     return 0
+
+
+# every operation above issues instructions and returns their handle (AWS's NkiInstruction): `depends_on`
+from ...core.ordering import NkiInstruction, returns_instruction  # noqa: E402, F401
+
+for _op in (
+    nc_matmul, nc_matmul_mx, quantize_mx, nc_transpose, activation, activation_reduce, tensor_tensor, tensor_scalar,
+    scalar_tensor_tensor, tensor_reduce, tensor_partition_reduce, tensor_scalar_reduce, tensor_scalar_cumulative,
+    tensor_tensor_scan, tensor_copy, tensor_copy_predicated, memset, iota, affine_select, range_select,
+    select_reduce, bn_stats, bn_aggr, reciprocal, exponential, dropout, rng, rand_get_state, rand_set_state, rand2,
+    set_rng_seed, max8, nc_find_index8, nc_match_replace8, topk, nonzero_with_count, sequence_bounds,
+    nc_stream_shuffle, dma_copy, dma_compute, nc_n_gather, local_gather, dma_transpose, sendrecv, core_barrier,
+):
+    globals()[_op.__name__] = returns_instruction(_op)
+del _op
