@@ -137,13 +137,7 @@ class CostModel:
         return self._clocks[engine]
 
     def _deps(self, reads: Any) -> float:
-        ready = self.ready
-        out = 0.0
-        for uid in reads:
-            t = ready.get(uid, 0.0)
-            if t > out:
-                out = t
-        return out
+        return _latest(self.ready, reads)
 
     def _finish(self, writes: Any, done: float) -> None:
         ready = self.ready
@@ -193,13 +187,7 @@ class CostModel:
 
     def _write_order(self, writes: Any) -> float:
         """The earliest start for an instruction writing `writes`: after the tiles' earlier writes started."""
-        since = self.write_from
-        out = 0.0
-        for uid in writes:
-            t = since.get(uid, 0.0)
-            if t > out:
-                out = t
-        return out
+        return _latest(self.write_from, writes)
 
     def _writing(self, writes: Any, start: float) -> None:
         since = self.write_from
@@ -297,6 +285,16 @@ class CostModel:
         self.last_start = done
         self._finish(writes, done)
         return done
+
+
+def _latest(times: dict[Any, float], keys: Any) -> float:
+    """The latest of the times recorded for `keys` (0 for none)."""
+    out = 0.0
+    for k in keys:
+        t = times.get(k, 0.0)
+        if t > out:
+            out = t
+    return out
 
 
 class Timeline:

@@ -5,7 +5,8 @@ computed in program order either way, so an edge never changes a result."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from . import context
@@ -50,6 +51,19 @@ class NkiInstruction:
 
     def __repr__(self) -> str:
         return f"<NkiInstruction {self.name or ''}>".replace(" >", ">")
+
+
+@contextmanager
+def no_reorder() -> Iterator[None]:
+    """`nl.no_reorder()` (legacy `ncc.no_reorder()`): the instructions inside keep program order on their
+    engines; the cost model's scheduler does not move them into idle time left before an earlier instruction
+    (execution here is always in program order)."""
+    run = context.current()
+    run.in_order += 1
+    try:
+        yield
+    finally:
+        run.in_order -= 1
 
 
 def returns_instruction(fn: Callable[..., None]) -> Callable[..., NkiInstruction]:

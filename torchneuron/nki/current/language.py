@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..core import context as _context
+from ..core.ordering import no_reorder  # noqa: F401
 from ..core.buffers import Buffer as _Buffer
 from ..core.tensor import NkiTensor as _NkiTensor
 from ..language_shared import *  # noqa: F403
@@ -77,18 +78,6 @@ def while_loop(init: Any, body_fun: Callable[..., Any]) -> None:
     with _dynamic_loop():
         while int(cond) != 0:
             cond = body_fun(cond) if takes_arg else body_fun()
-
-
-@contextmanager
-def no_reorder() -> Iterator[None]:
-    """Instructions inside keep program order on their engines: the cost model's scheduler does not move them
-    into idle time left before an earlier instruction (execution here is always in program order)."""
-    run = _context.current()
-    run.in_order += 1
-    try:
-        yield
-    finally:
-        run.in_order -= 1
 
 
 def _op_constant(name: str) -> Any:

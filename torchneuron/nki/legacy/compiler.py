@@ -5,11 +5,10 @@ the blocks occupy (what capacity is charged, `core.memory`); addresses themselve
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-from ..core import context
+from ..core.ordering import no_reorder  # noqa: F401
 from ..core.buffers import PSUM, SBUF, Buffer, Placement
 
 
@@ -51,14 +50,3 @@ enable_stack_allocator = force_auto_alloc = skip_middle_end_transformations = _p
 
 def multi_buffer(n: int) -> int:
     return int(n)
-
-
-@contextmanager
-def no_reorder() -> Iterator[None]:
-    """As the current `nl.no_reorder`: the instructions inside keep program order on their engines."""
-    run = context.current()
-    run.in_order += 1
-    try:
-        yield
-    finally:
-        run.in_order -= 1
