@@ -302,3 +302,34 @@ def test_the_scheduler_fills_a_wait_with_independent_work_unless_told_not_to() -
     latency_ns = cost.SBUF_ACCESS_CYCLES / TRN2.vector_ghz
     assert free.engine_busy_ns == ordered.engine_busy_ns
     assert ordered.latency_ns - free.latency_ns == pytest.approx(memset_ns - latency_ns, rel=1e-6)
+
+
+def _stt(op0, op1, dtype, operand0_dtype=nl.float32):
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((128, 512), dtype, buffer=nl.shared_hbm)
+        a = nl.ndarray((128, 512), dtype, buffer=nl.sbuf)
+        b = nl.ndarray((128, 512), dtype, buffer=nl.sbuf)
+        v = nl.ndarray((128, 1), operand0_dtype, buffer=nl.sbuf)
+        nisa.memset(dst=a, value=1.0, engine=nisa.gpsimd_engine)
+        nisa.memset(dst=b, value=2.0, engine=nisa.gpsimd_engine)
+        nisa.memset(dst=v, value=0.5, engine=nisa.gpsimd_engine)
+        r = nl.ndarray((128, 512), dtype, buffer=nl.sbuf)
+        nisa.scalar_tensor_tensor(dst=r, data=a, op0=op0, operand0=v, op1=op1, operand1=b)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+    return k
+
+
+@pytest.mark.parametrize(("op0", "op1", "dtype", "operand0_dtype", "cycles"), [
+    (nl.subtract, nl.multiply, nl.bfloat16, nl.float32, 512),    # bf16 data and operand1, sub then mul: N
+    (nl.subtract, nl.multiply, nl.bfloat16, nl.bfloat16, 512),
+    (nl.multiply, nl.add, nl.bfloat16, nl.bfloat16, 1024),       # any other pair of ops: 2N
+    (nl.subtract, nl.multiply, nl.float32, nl.float32, 1024),    # fp32 data: 2N
+])
+def test_scalar_tensor_tensor_cycles_follow_aws_table(op0, op1, dtype, operand0_dtype, cycles) -> None:
+    """AWS's table for scalar_tensor_tensor: N Vector cycles when data and operand1 are bf16, op0 subtract and
+    op1 multiply (N even), 2N otherwise; the (P, 1) operand0's dtype plays no part."""
+    x = np.zeros((1, 1), np.float32)
+    r = nki.estimate(_stt(op0, op1, dtype, operand0_dtype), x)
+    assert r.engine_busy_ns["vector"] == pytest.approx(cycles / TRN2.vector_ghz)

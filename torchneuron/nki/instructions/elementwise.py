@@ -89,11 +89,12 @@ def _broadcast_on_pe(run: Any, t: NkiTensor) -> bool:
 
 
 def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine: Any = None,
-                 pure: tuple | None = None) -> None:
+                 pure: tuple | None = None, passes: int | None = None) -> None:
     """Charges an elementwise instruction on `engine` (as the caller got it: resolved here, after the gate).
     Operands are streamed unless broadcast along the free dims (folded in, `free_broadcast`); a partition
     broadcast is made on the Tensor engine and read from PSUM (`partition_broadcast`). `pure`: the ops, when
-    the result is a function of them and the operands alone (no mask), for `KernelRun.issue`."""
+    the result is a function of them and the operands alone (no mask), for `KernelRun.issue`. `passes`: the
+    documented cycles per element when the instruction's own rule fixes them (scalar_tensor_tensor)."""
     run = context.current()
     if not run.accounting:  # a repeat of a checked signature charges nothing
         return
@@ -122,7 +123,7 @@ def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine:
                 psum = True
             streamed += 1
         two = streamed >= 2 and not psum and not fast
-        cycles = cost.vector_cycles(run.target, n, 2 if two else 1, fast, kind)
+        cycles = cost.vector_cycles(run.target, n, passes or (2 if two else 1), fast, kind)
     cycles *= strided_penalty(dst, *inputs)
     run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES, pure=pure)
 
@@ -215,8 +216,12 @@ def scalar_tensor_tensor(dst: NkiTensor, data: Any, op0: Any, operand0: Any, op1
     n1 = alu.op_name(op1)
     x = alu.binary(n1, t, x) if reverse1 else alu.binary(n1, x, t)
     write(dst, x, mask, api)
+    # AWS's cost table: N cycles when data and operand1 are bf16, op0 subtract, op1 multiply and N even; else 2N
+    n = data.free_size if isinstance(data, NkiTensor) else 1
+    single = (n0, n1) == ("subtract", "multiply") and n % 2 == 0 and all(
+        isinstance(t, NkiTensor) and t.dtype == dtypes.bfloat16 for t in (data, operand1))
     _vector_cost(api, dst, [data, operand0, operand1], "stt",
-                 pure=None if mask is not None else (n0, reverse0, n1, reverse1))
+                 pure=None if mask is not None else (n0, reverse0, n1, reverse1), passes=1 if single else 2)
 
 
 def _activation_vector(v: Any, dst: NkiTensor, api: str, arg: str, code_type: str) -> Any:
