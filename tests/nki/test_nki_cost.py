@@ -333,3 +333,32 @@ def test_scalar_tensor_tensor_cycles_follow_aws_table(op0, op1, dtype, operand0_
     x = np.zeros((1, 1), np.float32)
     r = nki.estimate(_stt(op0, op1, dtype, operand0_dtype), x)
     assert r.engine_busy_ns["vector"] == pytest.approx(cycles / TRN2.vector_ghz)
+
+
+def _tt(op, dtype):
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((128, 512), dtype, buffer=nl.shared_hbm)
+        a = nl.ndarray((128, 512), dtype, buffer=nl.sbuf)
+        b = nl.ndarray((128, 512), dtype, buffer=nl.sbuf)
+        nisa.memset(dst=a, value=1.0, engine=nisa.gpsimd_engine)
+        nisa.memset(dst=b, value=2.0, engine=nisa.gpsimd_engine)
+        r = nl.ndarray((128, 512), dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=r, data1=a, data2=b, op=op)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+    return k
+
+
+@pytest.mark.parametrize(("op", "dtype", "cycles"), [
+    (nl.add, nl.bfloat16, 512), (nl.multiply, nl.bfloat16, 512), (nl.subtract, nl.bfloat16, 512),
+    (nl.maximum, nl.bfloat16, 1024),   # another operator: 2N
+    (nl.add, nl.float16, 1024),        # the table's one-pass case is bf16 only
+    (nl.add, nl.float32, 1024),
+])
+def test_tensor_tensor_cycles_follow_aws_table(op, dtype, cycles, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AWS's table for tensor_tensor over two SBUF inputs (trn1): N Vector cycles for bf16 add, multiply or
+    subtract, 2N otherwise."""
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
+    r = nki.estimate(_tt(op, dtype), np.zeros((1, 1), np.float32))
+    assert r.engine_busy_ns["vector"] == pytest.approx(cycles / TRN1.vector_ghz)

@@ -38,6 +38,7 @@ from .common import (
 
 _COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
 _FAST16 = (dtypes.bfloat16, dtypes.float16)
+_ONE_PASS_OPS = ("add", "multiply", "subtract")  # tensor_tensor's one-pass operators in AWS's cost table
 
 
 def _per_partition(t: Any) -> int:
@@ -89,12 +90,14 @@ def _broadcast_on_pe(run: Any, t: NkiTensor) -> bool:
 
 
 def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine: Any = None,
-                 pure: tuple | None = None, passes: int | None = None) -> None:
+                 pure: tuple | None = None, passes: int | None = None, op: str | None = None) -> None:
     """Charges an elementwise instruction on `engine` (as the caller got it: resolved here, after the gate).
     Operands are streamed unless broadcast along the free dims (folded in, `free_broadcast`); a partition
     broadcast is made on the Tensor engine and read from PSUM (`partition_broadcast`). `pure`: the ops, when
     the result is a function of them and the operands alone (no mask), for `KernelRun.issue`. `passes`: the
-    documented cycles per element when the instruction's own rule fixes them (scalar_tensor_tensor)."""
+    documented cycles per element when the instruction's own rule fixes them (scalar_tensor_tensor); `op`:
+    a two-input instruction's operator (AWS's tensor_tensor table: one pass over two SBUF inputs only for
+    bf16 add, multiply or subtract)."""
     run = context.current()
     if not run.accounting:  # a repeat of a checked signature charges nothing
         return
@@ -122,7 +125,9 @@ def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine:
             elif len(tensors) >= 2 and partition_broadcast(t) and _broadcast_on_pe(run, t):
                 psum = True
             streamed += 1
-        two = streamed >= 2 and not psum and not fast
+        one_pass = dst.dtype == dtypes.bfloat16 and all(t.dtype == dtypes.bfloat16 for t in tensors) and (
+            op is None or op in _ONE_PASS_OPS)
+        two = streamed >= 2 and not psum and not one_pass
         cycles = cost.vector_cycles(run.target, n, passes or (2 if two else 1), fast, kind)
     cycles *= strided_penalty(dst, *inputs)
     run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES, pure=pure)
@@ -169,7 +174,7 @@ def tensor_tensor(dst: NkiTensor, data1: Any, data2: Any, op: Any, engine: Any =
     else:
         values = alu.binary(name, read(data1, mask), read(data2, mask))
     write(dst, values, mask, api)
-    _vector_cost(api, dst, [data1, data2], "tensor_tensor", engine, None if mask is not None else (name,))
+    _vector_cost(api, dst, [data1, data2], "tensor_tensor", engine, None if mask is not None else (name,), op=name)
 
 
 def _scalar_operand(v: Any, dst: NkiTensor, api: str, arg: str) -> Any:
