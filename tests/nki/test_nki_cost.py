@@ -362,3 +362,26 @@ def test_tensor_tensor_cycles_follow_aws_table(op, dtype, cycles, monkeypatch: p
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
     r = nki.estimate(_tt(op, dtype), np.zeros((1, 1), np.float32))
     assert r.engine_busy_ns["vector"] == pytest.approx(cycles / TRN1.vector_ghz)
+
+
+@pytest.mark.parametrize(("op", "dst_dtype", "cycles"), [
+    (nl.add, nl.bfloat16, 256), (nl.maximum, nl.bfloat16, 256),
+    (nl.add, nl.float32, 512),        # a bf16 input reduced into fp32: N
+    (nl.minimum, nl.bfloat16, 512),   # another operator: N
+])
+def test_tensor_reduce_cycles_follow_aws_table(op, dst_dtype, cycles, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AWS's table for tensor_reduce: N/2 Vector cycles when input and output are both bf16 and the operator
+    is add or maximum, N otherwise."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((128, 1), dst_dtype, buffer=nl.shared_hbm)
+        a = nl.ndarray((128, 512), nl.bfloat16, buffer=nl.sbuf)
+        nisa.memset(dst=a, value=1.0, engine=nisa.gpsimd_engine)
+        r = nl.ndarray((128, 1), dst_dtype, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=r, op=op, data=a, axis=1)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1")
+    r = nki.estimate(k, np.zeros((1, 1), np.float32))
+    assert r.engine_busy_ns["vector"] == pytest.approx(cycles / TRN1.vector_ghz)

@@ -67,7 +67,8 @@ def tensor_reduce(dst: NkiTensor, op: Any, data: NkiTensor, axis: Any, negate: b
     write(dst, out.reshape(dst.shape) if out.size == dst.size else out, None, api)
     run = context.current()
     n = data.free_size
-    fast = data.dtype == dtypes.bfloat16 and name in ("add", "maximum")
+    # AWS's table: N/2 when input and output are both bf16 and the operator is add or maximum
+    fast = data.dtype == dtypes.bfloat16 and dst.dtype == dtypes.bfloat16 and name in ("add", "maximum")
     run.issue("vector", max(cost.MIN_II, n // 2 if fast else n), (data,), (dst,),
                      cost.SBUF_ACCESS_CYCLES)
 
