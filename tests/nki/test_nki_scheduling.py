@@ -98,6 +98,9 @@ def test_with_schedule_orders_named_instructions_even_against_program_order() ->
     assert ordered.latency_ns - plain.latency_ns == pytest.approx(SCALAR_NS, rel=0.05)
     backwards = nki.estimate(_named([("waits", "free")]), X)  # the order they run in anyway
     assert backwards.latency_ns == pytest.approx(plain.latency_ns)
+    bench = nki.benchmark(warmup=1, iters=1)(_named([("free", "waits")]))
+    bench(X)
+    assert bench.benchmark_result.nc_latency.get_latency_percentile(50) * 1e3 == pytest.approx(ordered.latency_ns)
 
 
 def test_scheduling_mistakes_are_named() -> None:
