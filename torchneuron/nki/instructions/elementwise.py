@@ -90,11 +90,13 @@ def _broadcast_on_pe(run: Any, t: NkiTensor) -> bool:
 
 
 def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine: Any = None,
-                 pure: tuple | None = None, passes: int | None = None, op: str | None = None) -> None:
+                 pure: tuple | None = None, passes: int | None = None, op: str | None = None,
+                 mask: Any = None) -> None:
     """Charges an elementwise instruction on `engine` (as the caller got it: resolved here, after the gate).
     Operands are streamed unless broadcast along the free dims (folded in, `free_broadcast`); a partition
     broadcast is made on the Tensor engine and read from PSUM (`partition_broadcast`). `pure`: the ops, when
-    the result is a function of them and the operands alone (no mask), for `KernelRun.issue`. `passes`: the
+    the result is a function of them and the operands alone, for `KernelRun.issue` (dropped under a `mask`,
+    which leaves part of dst as it was). `passes`: the
     documented cycles per element when the instruction's own rule fixes them (scalar_tensor_tensor); `op`:
     a two-input instruction's operator (AWS's tensor_tensor table: one pass over two SBUF inputs only for
     bf16 add, multiply or subtract)."""
@@ -130,7 +132,7 @@ def _vector_cost(api: str, dst: NkiTensor, inputs: list[Any], kind: str, engine:
         two = streamed >= 2 and not psum and not one_pass
         cycles = cost.vector_cycles(run.target, n, passes or (2 if two else 1), fast, kind)
     cycles *= strided_penalty(dst, *inputs)
-    run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES, pure=pure)
+    run.issue(engine, cycles, inputs, (dst,), cost.SBUF_ACCESS_CYCLES, pure=None if mask is not None else pure)
 
 
 def _engine_name(engine: Any, default: str) -> str:
@@ -174,7 +176,7 @@ def tensor_tensor(dst: NkiTensor, data1: Any, data2: Any, op: Any, engine: Any =
     else:
         values = alu.binary(name, read(data1, mask), read(data2, mask))
     write(dst, values, mask, api)
-    _vector_cost(api, dst, [data1, data2], "tensor_tensor", engine, None if mask is not None else (name,), op=name)
+    _vector_cost(api, dst, [data1, data2], "tensor_tensor", engine, (name,), op=name, mask=mask)
 
 
 def _scalar_operand(v: Any, dst: NkiTensor, api: str, arg: str) -> Any:
@@ -204,9 +206,8 @@ def tensor_scalar(dst: NkiTensor, data: Any, op0: Any, operand0: Any, reverse0: 
         name = alu.op_name(op)
         x = alu.binary(name, s, x) if reverse else alu.binary(name, x, s)
     write(dst, x, mask, api)
-    pure = None if mask is not None else \
-        (alu.op_name(op0), reverse0, None if op1 is None else alu.op_name(op1), reverse1)
-    _vector_cost(api, dst, [data, operand0, operand1], "tensor_scalar", engine, pure)
+    pure = (alu.op_name(op0), reverse0, None if op1 is None else alu.op_name(op1), reverse1)
+    _vector_cost(api, dst, [data, operand0, operand1], "tensor_scalar", engine, pure, mask=mask)
 
 
 def scalar_tensor_tensor(dst: NkiTensor, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
@@ -226,7 +227,7 @@ def scalar_tensor_tensor(dst: NkiTensor, data: Any, op0: Any, operand0: Any, op1
     single = (n0, n1) == ("subtract", "multiply") and n % 2 == 0 and all(
         isinstance(t, NkiTensor) and t.dtype == dtypes.bfloat16 for t in (data, operand1))
     _vector_cost(api, dst, [data, operand0, operand1], "stt",
-                 pure=None if mask is not None else (n0, reverse0, n1, reverse1), passes=1 if single else 2)
+                 pure=(n0, reverse0, n1, reverse1), passes=1 if single else 2, mask=mask)
 
 
 def _activation_vector(v: Any, dst: NkiTensor, api: str, arg: str, code_type: str) -> Any:
@@ -325,7 +326,7 @@ def tensor_copy(dst: NkiTensor, src: Any, engine: Any = None, mask: np.ndarray |
         dst.write(values, mask_for(mask, dst.shape))
     else:
         write(dst, read(src, mask), mask, api)
-    _vector_cost(api, dst, [src], "copy", eng, None if mask is not None else ("copy",))
+    _vector_cost(api, dst, [src], "copy", eng, ("copy",), mask=mask)
 
 
 def memset(dst: NkiTensor, value: Any, engine: Any = None, mask: np.ndarray | None = None, api: str = "memset") -> None:
@@ -381,11 +382,11 @@ def nl_unary(name: str, x: Any, dtype: Any = None, mask: np.ndarray | None = Non
     if name == "invert":
         _check_compute(f"nl.{name}", dst, x=x)
         write(dst, np.invert(read_raw(x, mask).astype(np.int64)), mask, f"nl.{name}")
-        _vector_cost(f"nl.{name}", dst, [x], "tensor_scalar", pure=None if mask is not None else (name,))
+        _vector_cost(f"nl.{name}", dst, [x], "tensor_scalar", pure=(name,), mask=mask)
     elif name in _VECTOR_UNARY:
         _check_compute(f"nl.{name}", dst, x=x)
         write(dst, alu.unary(name, read(x, mask)), mask, f"nl.{name}")
-        _vector_cost(f"nl.{name}", dst, [x], "tensor_scalar", pure=None if mask is not None else (name,))
+        _vector_cost(f"nl.{name}", dst, [x], "tensor_scalar", pure=(name,), mask=mask)
     else:
         activation(dst, name, x, mask=mask, api=f"nl.{name}")
     return mark_result(dst, mask)
