@@ -116,9 +116,8 @@ class CostModel:
         self.write_from: dict[Any, float] = {}
         self.last_start = 0.0  # when the most recently scheduled instruction started (`core.room.replay`)
         self.dma_free = [0.0] * target.dma_engines  # when each queue's last transfer ends
-        # each queue's busy intervals (sorted, disjoint; back-to-back transfers merge): `dma` backfills gaps
-        self.dma_starts: list[list[float]] = [[] for _ in range(target.dma_engines)]
-        self.dma_ends: list[list[float]] = [[] for _ in range(target.dma_engines)]
+        # each queue's busy intervals (back-to-back transfers merge): `dma` backfills gaps
+        self.dma_queues = [Timeline(DMA_REORDER_GAPS) for _ in range(target.dma_engines)]
         # while every transfer has taken all queues, their timelines are equal: queue 0's stands for all (a
         # 128-partition transfer is 128 descriptors, so most kernels never split them)
         self.dma_uniform = True
@@ -225,8 +224,7 @@ class CostModel:
         if self.dma_uniform:  # the first transfer on fewer queues: each queue needs its own timeline now
             self.dma_uniform = False
             for q in range(1, n):
-                self.dma_starts[q] = list(self.dma_starts[0])
-                self.dma_ends[q] = list(self.dma_ends[0])
+                self.dma_queues[q] = self.dma_queues[0].copy()
         if lanes == n and t >= max(free):  # after everything queued so far: no gap to look at
             start = t
             queues: Any = range(n)
@@ -263,14 +261,10 @@ class CostModel:
         return end
 
     def _fit(self, q: int, t: float, ns: float) -> float:
-        return _fit(self.dma_starts[q], self.dma_ends[q], t, ns)
+        return self.dma_queues[q].fit(t, ns)
 
     def _occupy(self, q: int, start: float, end: float) -> None:
-        starts, ends = self.dma_starts[q], self.dma_ends[q]
-        _occupy(starts, ends, start, end)
-        if len(ends) > DMA_REORDER_GAPS + 1:  # the oldest gap is out of reach: all before it counts as busy
-            del starts[1], ends[0]
-            starts[0] = 0.0
+        self.dma_queues[q].occupy(start, end)
 
     def spill(self, bytes_per_partition: int, partitions: int) -> None:
         """An SBUF tile spilled to HBM and reloaded (the compiler's qSyncSpillReload traffic): both transfers
@@ -316,6 +310,11 @@ class Timeline:
         if len(ends) > self.gaps + 1:  # the oldest gap is out of reach: all before it counts as busy
             del starts[1], ends[0]
             starts[0] = 0.0
+
+    def copy(self) -> Timeline:
+        other = Timeline(self.gaps)
+        other.starts, other.ends = list(self.starts), list(self.ends)
+        return other
 
 
 def _fit_all(lines: list[Timeline], t: float, ns: float) -> float:
