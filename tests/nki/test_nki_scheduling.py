@@ -127,3 +127,38 @@ def test_scheduling_mistakes_are_named() -> None:
 
     with pytest.raises(nki.NkiError, match="different dynamic loops.*dependency.schedule"):
         nki.simulate(across_a_dynamic_loop)(X)
+
+
+def test_a_runtime_edge_within_one_dynamic_loop_statement_crosses_its_iterations() -> None:
+    """`same dynamic-loop nesting` is where the instructions are written: an edge from the previous outer
+    iteration's inner-loop instruction is fine, one from a sibling loop's is not."""
+    @nki.jit
+    def nested(x):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        previous = None
+        for _ in nl.dynamic_range(2):
+            for _ in nl.dynamic_range(2):
+                step = nisa.activation(dst=t, op=nl.copy, data=t)
+                if previous is not None:
+                    step.depends_on(previous)
+                previous = step
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    np.testing.assert_array_equal(nki.simulate(nested)(X), X)
+
+    @nki.jit
+    def siblings(x):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        first = []
+        nl.fori_loop(0, 2, lambda i: first.append(nisa.activation(dst=t, op=nl.copy, data=t)))
+        nl.fori_loop(0, 2, lambda i: nisa.activation(dst=t, op=nl.copy, data=t).depends_on(first[-1]))
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    with pytest.raises(nki.NkiError, match="different dynamic loops"):
+        nki.simulate(siblings)(X)

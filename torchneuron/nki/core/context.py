@@ -64,7 +64,8 @@ class KernelRun:
     # consumer end, producer first, producer end, dependency kind), for `core.room.replay`
     edges: list = field(default_factory=list)
     named: dict = field(default_factory=dict)  # instruction `name=` -> its handles, in program order
-    dynamic_loops: list = field(default_factory=list)  # ids of the dynamic loops being iterated, outermost first
+    # the dynamic loops being iterated, outermost first: ((code, line) of the loop statement, instance token)
+    dynamic_loops: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # a repeat keeps no live ranges (every use of `memory` is behind `accounting`)

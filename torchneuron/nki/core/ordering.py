@@ -22,7 +22,7 @@ class NkiInstruction:
 
     def __init__(self, run: Any, first: int, last: int, name: str | None) -> None:
         self._run, self._first, self._last, self.name = run, first, last, name
-        self._loops = tuple(run.dynamic_loops)
+        self._loops = tuple(site for site, _ in run.dynamic_loops)  # the loop statements it is inside
 
     def depends_on(self, *producers: NkiInstruction, kind: dependency | None = None) -> NkiInstruction:
         """Run this instruction after each producer: `dependency.runtime` (the default, as before `kind`

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import inspect
-import itertools
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -45,19 +45,17 @@ class NKIObject:
 def dynamic_range(start: Any, stop: Any = None, step: int = 1) -> Iterator[VirtualRegister]:
     """On-device loop whose bounds may be registers; the induction variable is a frozen register."""
     lo, hi = (0, int(start)) if stop is None else (int(start), int(stop))
-    with _dynamic_loop():
+    with _dynamic_loop(sys._getframe(1)):  # (the frame iterating this generator: the loop's statement)
         for i in range(lo, hi, int(step)):
             yield VirtualRegister(i, frozen=True)
 
 
-_DYNAMIC_LOOP_IDS = itertools.count()
-
-
 @contextmanager
-def _dynamic_loop() -> Iterator[None]:
-    """Marks the instructions issued inside as in this dynamic loop (what `depends_on` checks)."""
+def _dynamic_loop(frame: Any) -> Iterator[None]:
+    """Marks the instructions issued inside as in the dynamic loop written at `frame`'s line (what
+    `depends_on` checks: every iteration and every instance of one loop statement is the same loop)."""
     loops = _context.current().dynamic_loops
-    mine = next(_DYNAMIC_LOOP_IDS)
+    mine = ((frame.f_code, frame.f_lineno), object())
     loops.append(mine)
     try:
         yield
@@ -67,15 +65,16 @@ def _dynamic_loop() -> Iterator[None]:
 
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any], Any], step: int = 1) -> None:
-    for i in dynamic_range(lower, upper, step):
-        body_fun(i)
+    with _dynamic_loop(sys._getframe(1)):
+        for i in range(int(lower), int(upper), int(step)):
+            body_fun(VirtualRegister(i, frozen=True))
 
 
 def while_loop(init: Any, body_fun: Callable[..., Any]) -> None:
     """Run `body_fun` while the condition register is non-zero; the body returns the next condition."""
     takes_arg = len(inspect.signature(body_fun).parameters) > 0
     cond = init
-    with _dynamic_loop():
+    with _dynamic_loop(sys._getframe(1)):
         while int(cond) != 0:
             cond = body_fun(cond) if takes_arg else body_fun()
 
