@@ -111,6 +111,8 @@ class CostModel:
         # each engine's busy intervals, and NeuronCore-v2's shared ports: Vector and GpSimd cannot access SBUF
         # at the same time, nor Vector and Scalar PSUM (lifted on v3+)
         self.timelines = {e: Timeline(COMPUTE_REORDER_GAPS) for e in (*ENGINES[:4], "sbuf_port", "psum_port")}
+        # (engine, touches PSUM) -> the timelines an instruction occupies, made once (every instruction asks)
+        self._lines = {(e, psum): self._occupied(e, psum) for e in ENGINES[:4] for psum in (False, True)}
         # storage key -> when its latest write started: writes into one tile start in program order (the first
         # claims the tile's room, `core.room`)
         self.write_from: dict[Any, float] = {}
@@ -161,21 +163,14 @@ class CostModel:
         self.tiny_last[engine] = tiny
         ns = cycles / clock
         start = max(self._deps(reads), after, self._write_order(writes))
-        line = self.timelines[engine]
+        lines = self._lines[engine, psum]
+        line = lines[0]
         if in_order and line.ends and line.ends[-1] > start:
             start = line.ends[-1]
-        if self.target.generation == 2 and (psum or engine in ("vector", "gpsimd")):
-            lines = [line, self.timelines["psum_port" if engine == "scalar" else "sbuf_port"]]
-            if psum and engine == "vector":
-                lines.append(self.timelines["psum_port"])
-            start = _fit_all(lines, start, ns)
-            end = start + ns
-            for other in lines:
-                other.occupy(start, end)
-        else:
-            start = line.fit(start, ns)
-            end = start + ns
-            line.occupy(start, end)
+        start = _fit_all(lines, start, ns)
+        end = start + ns
+        for other in lines:
+            other.occupy(start, end)
         self.busy[engine] += ns
         self.counts[engine] += 1
         self.flops += flops
@@ -183,6 +178,17 @@ class CostModel:
         self._writing(writes, start)
         self._finish(writes, end + latency_cycles / clock)
         return end
+
+    def _occupied(self, engine: str, psum: bool) -> tuple[Timeline, ...]:
+        """The engine's timeline, and on NeuronCore-v2 the shared ports it holds: SBUF for Vector and GpSimd,
+        PSUM for Vector and Scalar instructions that touch it."""
+        lines = [self.timelines[engine]]
+        if self.target.generation == 2:
+            if engine in ("vector", "gpsimd"):
+                lines.append(self.timelines["sbuf_port"])
+            if psum and engine in ("vector", "scalar"):
+                lines.append(self.timelines["psum_port"])
+        return tuple(lines)
 
     def _write_order(self, writes: Any) -> float:
         """The earliest start for an instruction writing `writes`: after the tiles' earlier writes started."""
@@ -317,7 +323,7 @@ class Timeline:
         return other
 
 
-def _fit_all(lines: list[Timeline], t: float, ns: float) -> float:
+def _fit_all(lines: tuple[Timeline, ...], t: float, ns: float) -> float:
     """The earliest start >= t at which every timeline is idle for ns."""
     if len(lines) == 1:
         return lines[0].fit(t, ns)

@@ -16,6 +16,7 @@ import heapq
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from ..enums import dependency
 from ..errors import ERR_INVALID_ARG, fail
 
 if TYPE_CHECKING:
@@ -121,8 +122,6 @@ def replay(cost: CostModel, log: list[tuple[Any, ...]], memory: OnChipMemory, ed
 def _edges(log: list[tuple[Any, ...]], edges: list) -> tuple[dict[int, list[tuple[int, bool]]], list[int]]:
     """Each consumer entry's waits [(producer entry, runtime?)], and an order of the entries that puts every
     producer before its consumers and otherwise keeps program order (an edge may point to a later instruction)."""
-    from ..enums import dependency
-
     waits: dict[int, list[tuple[int, bool]]] = defaultdict(list)
     before: dict[int, set[int]] = defaultdict(set)
     for c0, c1, p0, p1, kind in edges:
