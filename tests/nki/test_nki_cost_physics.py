@@ -80,7 +80,8 @@ def test_partition_broadcast_wider_than_psum_is_streamed_from_sbuf() -> None:
 
 
 def test_nl_mean_is_one_pass_over_the_row() -> None:
-    """nl.mean: one reduce (N cycles) and a tiny (P, 1) scale (MIN_II), as the LayerNorm tutorial counts it."""
+    """nl.mean: one reduce (N cycles) and a tiny (P, 1) scale (MIN_II), as the LayerNorm tutorial counts it; the
+    scale reads the reduce's result, so it pays the static overhead too (cost.STATIC_CYCLES)."""
     def kernel(x):
         out = lnl.ndarray((128, 1), x.dtype, buffer=lnl.shared_hbm)
         lnl.store(out, lnl.mean(lnl.load(x), axis=1))
@@ -89,7 +90,7 @@ def test_nl_mean_is_one_pass_over_the_row() -> None:
     x = _f32(np.random.default_rng(3), 128, 2048)
     done = _run(kernel, x)
     np.testing.assert_allclose(done.results, x.mean(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
-    assert done.report.engine_busy_ns["vector"] == pytest.approx((2048 + cost.MIN_II) * VECTOR_NS)
+    assert done.report.engine_busy_ns["vector"] == pytest.approx((2048 + cost.MIN_II + cost.STATIC_CYCLES) * VECTOR_NS)
 
 
 def _storage(uid):
@@ -202,21 +203,15 @@ def test_mamba_tutorial_within_25_percent_of_published(name) -> None:
     assert (done.report.sbuf_spill_bytes_per_partition > 0) == (name == "v2_8k")
 
 
-# Known gap: AWS's LayerNorm v2 runs at about compute plus one input load per row tile; the model overlaps the
-# loads fully and lands at 0.74 (docs/nki.md, Calibration). Its band is 0.70 until that is understood.
-LAYERNORM_BAND = {"v1": (0.75, 1.25), "v2": (0.70, 1.25)}
-
-
 @pytest.mark.slow
 def test_layernorm_tutorial_estimates_and_order() -> None:
-    """AWS measured 2311 / 1969 us at [4096, 8192] fp32: v2 is faster; the values equal NumPy's."""
+    """AWS measured 2311 / 1969 us at [4096, 8192] fp32: both within 25 %, v2 is faster; the values equal NumPy's."""
     ms = {}
     for name in ln_tutorial.CASES:
         done, inputs = ln_tutorial.estimate(name)
         np.testing.assert_allclose(done.results, ln_tutorial.reference(*inputs), rtol=1e-3, atol=1e-3)
         ms[name] = done.report.latency_ns / 1e6
-        low, high = LAYERNORM_BAND[name]
-        assert low <= ms[name] / ln_tutorial.PUBLISHED_MS[name] <= high, (name, ms[name])
+        assert 0.75 <= ms[name] / ln_tutorial.PUBLISHED_MS[name] <= 1.25, (name, ms[name])
     assert ms["v2"] < ms["v1"]
 
 

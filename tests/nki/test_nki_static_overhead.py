@@ -1,7 +1,8 @@
-"""AWS's architecture guide: back-to-back Vector (and Scalar) instructions of N << 128 elements per partition cost
-a static 100 engine cycles on top of their N or 2N. Here: every operand under `cost.TINY_ELEMENTS` per
-partition, and charged from the second instruction of such a run on; a tiny instruction among large ones
-hides it, and a chain of large instructions each reading the one before it is not charged (docs/nki.md)."""
+"""AWS's architecture guide: back-to-back Vector (and Scalar) instructions of N << 128 elements per partition, or
+each depending on the output of the one before it, cost a static 100 engine cycles on top of their N or 2N.
+Here: every operand under `cost.TINY_ELEMENTS` per partition, charged from the second instruction of such a run
+on (a tiny instruction among large ones hides it); and an instruction whose engine finished the instructions
+before it and then waited for its data (docs/nki.md)."""
 
 from __future__ import annotations
 
@@ -66,32 +67,91 @@ def test_the_scalar_engine_pays_it_too() -> None:
     assert done.report.engine_busy_ns["scalar"] == pytest.approx(expected / TRN1.scalar_ghz)
 
 
+def _three_of_one_tile(x):
+    """x * 2, x * 3 and x * 4 of one loaded tile: independent, all ready together."""
+    n = x.shape[1]
+    out = lnl.ndarray((x.shape[0], 3 * n), x.dtype, buffer=lnl.shared_hbm)
+    t = lnl.load(x)
+    for i in range(3):
+        lnl.store(out[:, i * n:(i + 1) * n], lnl.multiply(t, float(i + 2)))
+    return out
+
+
 def test_tiny_is_about_elements_not_cycles() -> None:
     """128 fp32 elements per partition take MIN_II cycles on trn2's Vector engine (two per lane per cycle), but
-    that is not N << 128: a run of them pays nothing extra."""
+    that is not N << 128: a run of them, none waiting for another, pays nothing extra."""
     x = _x(128, 128)
-    done = _run(_three_in_a_row, x, target=TRN2)
-    np.testing.assert_allclose(done.results, (x * 2 + 1) * 3, rtol=1e-6)
+    done = _run(_three_of_one_tile, x, target=TRN2)
+    np.testing.assert_allclose(done.results, np.concatenate([x * 2, x * 3, x * 4], axis=1), rtol=1e-6)
     assert done.report.engine_busy_ns["vector"] == pytest.approx(3 * cost.MIN_II / TRN2.vector_ghz)
 
 
 def test_reductions_of_wide_rows_are_not_tiny() -> None:
-    """Two row maxima back to back: their (P, 1) results are small, their inputs are not."""
-    def kernel(x, y):
-        out = lnl.ndarray((128, 2), x.dtype, buffer=lnl.shared_hbm)
-        lnl.store(out[:, 0:1], lnl.max(lnl.load(x), axis=1))
-        lnl.store(out[:, 1:2], lnl.max(lnl.load(y), axis=1))
+    """Two row maxima of one loaded tile back to back: their (P, 1) results are small, their inputs are not."""
+    def kernel(xy):
+        out = lnl.ndarray((128, 2), xy.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(xy)
+        lnl.store(out[:, 0:1], lnl.max(t[:, 0:N], axis=1))
+        lnl.store(out[:, 1:2], lnl.max(t[:, N:2 * N], axis=1))
         return out
 
-    x, y = _x(128, N), _x(128, N) + 1.0
-    done = _run(kernel, x, y)
-    np.testing.assert_array_equal(done.results, np.concatenate([x.max(1, keepdims=True), y.max(1, keepdims=True)], 1))
+    xy = _x(128, 2 * N)
+    done = _run(kernel, xy)
+    expected = np.concatenate([xy[:, :N].max(1, keepdims=True), xy[:, N:].max(1, keepdims=True)], 1)
+    np.testing.assert_array_equal(done.results, expected)
     assert done.report.engine_busy_ns["vector"] == pytest.approx(2 * N / TRN1.vector_ghz)
 
 
-def test_a_chain_of_dependent_large_instructions_costs_its_elements() -> None:
-    """The same chain on [128, 1024]: each reads the one before it; 3N cycles, as the documented costs say."""
+def test_a_chain_of_dependent_large_instructions_pays_it_per_wait() -> None:
+    """The same chain on [128, 1024]: each reads the one before it, so the second and third wait for their data
+    with nothing to run meanwhile: 3N cycles plus two static overheads."""
     x = _x(128, N)
     done = _run(_three_in_a_row, x)
     np.testing.assert_allclose(done.results, (x * 2 + 1) * 3, rtol=1e-6)
-    assert done.report.engine_busy_ns["vector"] == pytest.approx(3 * N / TRN1.vector_ghz)
+    expected = 3 * N + 2 * cost.STATIC_CYCLES
+    assert done.report.engine_busy_ns["vector"] == pytest.approx(expected / TRN1.vector_ghz)
+
+
+def test_independent_work_hides_the_wait_of_a_chain() -> None:
+    """Two chains of two on one tile, interleaved by the scheduler: each second link finds its engine busy
+    with the other chain's first, so nothing waits and nothing extra is paid."""
+    def kernel(x):
+        n = x.shape[1]
+        out = lnl.ndarray((x.shape[0], 2 * n), x.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(x)
+        a = lnl.multiply(t, 2.0)
+        b = lnl.multiply(t, 3.0)
+        lnl.store(out[:, 0:n], lnl.add(a, 1.0))
+        lnl.store(out[:, n:2 * n], lnl.add(b, 1.0))
+        return out
+
+    x = _x(128, N)
+    done = _run(kernel, x)
+    np.testing.assert_allclose(done.results, np.concatenate([x * 2 + 1, x * 3 + 1], axis=1), rtol=1e-6)
+    assert done.report.engine_busy_ns["vector"] == pytest.approx(4 * N / TRN1.vector_ghz)
+
+
+def test_a_result_that_returns_through_the_scalar_engine_still_waits() -> None:
+    """LayerNorm's step: a row sum (Vector), its rsqrt (Scalar), the row scaled by it (Vector). The scale reads
+    what the Vector engine's instruction before it produced, one engine removed, and pays the overhead; the
+    same scale by an rsqrt of an unrelated input does not."""
+    def chained(x, z):
+        out = lnl.ndarray(x.shape, x.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(x)
+        lnl.store(out, lnl.multiply(t, lnl.rsqrt(lnl.sum(t, axis=1))))
+        return out
+
+    def unrelated(x, z):
+        out = lnl.ndarray(x.shape, x.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(x)
+        lnl.sum(t, axis=1)
+        lnl.store(out, lnl.multiply(t, lnl.rsqrt(lnl.load(z))))
+        return out
+
+    x, z = np.abs(_x(128, N)) + 1.0, np.abs(_x(128, 1)) + 1.0
+    done = _run(chained, x, z)
+    np.testing.assert_allclose(done.results, x / np.sqrt(x.sum(axis=1, keepdims=True)), rtol=1e-5)
+    assert done.report.engine_busy_ns["vector"] == pytest.approx((2 * N + cost.STATIC_CYCLES) / TRN1.vector_ghz)
+    free = _run(unrelated, x, z)
+    np.testing.assert_allclose(free.results, x / np.sqrt(z), rtol=1e-5)
+    assert free.report.engine_busy_ns["vector"] == pytest.approx(2 * N / TRN1.vector_ghz)

@@ -26,11 +26,15 @@ MIN_II = 64                 # minimum initiation interval, engine cycles
 SBUF_ACCESS_CYCLES = 60     # start latency of an SBUF/PSUM access
 GPSIMD_START_CYCLES = 150
 MM_INIT_LATENCY = 64
-# AWS's Trainium architecture guide: "many back-to-back instructions ... with N << 128" on the Vector engine pay
-# "a static instruction overhead of 100 engine cycles" on top of their cost, and its Vector notes apply to the
-# Scalar engine. Here: every operand under TINY_ELEMENTS per partition, charged from the second instruction of
-# such a run on (one tiny instruction among large ones hides it). The guide's other case, a chain of
-# instructions each reading the one before it, is not charged: see docs/nki.md, Cost model.
+_STATIC_ENGINES = ("vector", "scalar")
+# AWS's Trainium architecture guide: Vector instructions pay "a static instruction overhead of 100 engine cycles"
+# on top of their cost when running "many back-to-back instructions either with N << 128 or with every instruction
+# depending on the output tile of the previous instruction", and its Vector notes apply to the Scalar engine: an
+# instruction's overhead overlaps the one before it unless it waits for that one's output to be committed. Here:
+# a run of instructions with every operand under TINY_ELEMENTS per partition, from the second on (one tiny
+# instruction among large ones hides it); and an instruction reading a result of the instruction before it on
+# its engine's timeline, directly or through other instructions (`nl.rsqrt` of a Vector result feeding the next
+# Vector instruction); independent work between the two hides it.
 STATIC_CYCLES = 100
 TINY_ELEMENTS = 64
 DMA_LATENCY_NS = 1300.0     # DMA cross-engine latency
@@ -126,6 +130,8 @@ class CostModel:
         # storage uid, or (uid, block) of a block tensor (KernelRun._operands) -> time its last write completes
         self.ready: dict[Any, float] = {}
         self.tiny_last: dict[str, bool] = {}  # whether each engine's last instruction was tiny (STATIC_CYCLES)
+        # Vector / Scalar -> (end, what depends on it) of the last instruction on its timeline (STATIC_CYCLES)
+        self.tail: dict[str, tuple[float, set[Any]]] = {}
         self.busy = {e: 0.0 for e in ENGINES}
         self.counts: dict[str, int] = dict.fromkeys(ENGINES, 0)  # instructions per engine
         self.end = 0.0
@@ -160,6 +166,8 @@ class CostModel:
         clock = self._clocks[engine]
         if tiny and self.tiny_last.get(engine):  # the second and later of a run of tiny instructions
             cycles += STATIC_CYCLES
+        elif engine in _STATIC_ENGINES and self._follows_tail(engine, reads):
+            cycles += STATIC_CYCLES
         self.tiny_last[engine] = tiny
         ns = cycles / clock
         start = max(self._deps(reads), after, self._write_order(writes))
@@ -171,6 +179,13 @@ class CostModel:
         end = start + ns
         for other in lines:
             other.occupy(start, end)
+        self._derive(reads, writes, engine)
+        if engine in _STATIC_ENGINES:
+            mine = self.tail.get(engine)
+            if mine is None or end >= mine[0]:  # the last on its timeline now
+                self.tail[engine] = (end, set(writes))
+            elif any(uid in mine[1] for uid in reads):
+                mine[1].update(writes)
         self.busy[engine] += ns
         self.counts[engine] += 1
         self.flops += flops
@@ -178,6 +193,16 @@ class CostModel:
         self._writing(writes, start)
         self._finish(writes, end + latency_cycles / clock)
         return end
+
+    def _follows_tail(self, engine: str, reads: Any) -> bool:
+        tail = self.tail.get(engine)
+        return tail is not None and any(uid in tail[1] for uid in reads)
+
+    def _derive(self, reads: Any, writes: Any, engine: str = "") -> None:
+        """Results computed from what depends on a Vector / Scalar engine's last instruction depend on it too."""
+        for e, (_, derived) in self.tail.items():
+            if e != engine and any(uid in derived for uid in reads):
+                derived.update(writes)
 
     def _occupied(self, engine: str, psum: bool) -> tuple[Timeline, ...]:
         """The engine's timeline, and on NeuronCore-v2 the shared ports it holds: SBUF for Vector and GpSimd,
@@ -211,6 +236,7 @@ class CostModel:
         takes the earliest time at which enough queues are idle for its whole duration (it may fill a gap
         that an earlier, waiting transfer left). `moved`: the bytes the queues spend time on when that is
         more than `nbytes` (whole HBM bursts for element-strided runs)."""
+        self._derive(reads, writes)
         chunks = max(chunks, 1)
         free = self.dma_free
         n = len(free)
@@ -282,6 +308,7 @@ class CostModel:
     def sync(self, reads: Any = (), writes: Any = (), after: float = 0.0) -> float:
         """A zero-cost data move (e.g. assigning an instruction's result into a tile): carry readiness."""
         done = max(self._deps(reads), after)
+        self._derive(reads, writes)
         self.last_start = done
         self._finish(writes, done)
         return done
