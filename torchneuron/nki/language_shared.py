@@ -156,6 +156,8 @@ def _filled(shape: Any, value: Any, dtype: Any, buffer: Any, name: str) -> NkiTe
         return _dma.hbm_array(shape, dtype, b, name, init=value)
     t = _on_chip(shape, dtype, buffer, name)
     _ew.memset(t, value, api="nl.full")
+    if b is _PSUM and float(value) == 0.0:
+        _ctx.current().zero_filled(t.storage)
     return t
 
 

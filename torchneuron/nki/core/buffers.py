@@ -86,7 +86,7 @@ class Storage:
 
     __slots__ = ("uid", "shape", "dtype", "buffer", "_name", "partition_axis", "written", "pending",
                  "live", "result_mask", "loop_reduce", "loaded", "_compute", "partitions", "partition_stride",
-                 "size", "_data", "last_write", "__weakref__")
+                 "size", "_data", "last_write", "zero_fill", "__weakref__")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str = "",
                  partition_axis: int = 0, data: np.ndarray | None = None, track_writes: bool = False) -> None:
@@ -111,6 +111,7 @@ class Storage:
         self.pending: Any = None      # a deferred PSUM accumulation group: anything with .flush()
         self.live: Any = None         # core.memory's record of where and how long it occupies the chip
         self.last_write = -1          # the launch tick of the last instruction writing it (core.hoist)
+        self.zero_fill: Any = None    # legacy nl.zeros on PSUM: its memset, until a matmul folds it (KernelRun)
         self.result_mask: Any = None  # the mask= a legacy instruction wrote this (fresh) result tile under
         self.loaded = False         # an nl.load result: assigned into a tile, the DMA writes there itself
         self.loop_reduce: Any = None  # legacy nl.loop_reduce result: (op, source) to combine into its destination

@@ -133,6 +133,23 @@ class KernelRun:
         tick = self.memory.tick = self.memory.tick + 1
         self.log.append((room.MOVE, tick, self._operands(reads, tick), self._operands(writes, tick, True)))
 
+    def zero_filled(self, storage: Any) -> None:
+        """Legacy `nl.zeros(..., buffer=nl.psum)` just issued its memset (the last entry of the log)."""
+        if self.accounting and self.api == "legacy" and self.log and self.log[-1][0] == room.COMPUTE:
+            storage.zero_fill = (len(self.log) - 1, self.memory.tick)
+
+    def fold_zero_fill(self, storage: Any, whole: bool) -> None:
+        """`psum += matmul` onto a zero-filled PSUM tile (`whole`: all of it, by a matmul that just ran): when
+        nothing touched the tile since the fill, the compiler starts the accumulation group there instead (its
+        first matmul overwrites; on NeuronCore-v3 a matmul accumulating onto PSUM that another instruction
+        initialised is undefined, AWS's nc_matmul documents), so the memset costs nothing."""
+        index, tick = storage.zero_fill
+        storage.zero_fill = None
+        live = storage.live
+        if whole and type(live) is Whole and live.interval.last == tick and self.log[index][1] == tick:
+            entry = self.log[index]
+            self.log[index] = (room.MOVE, tick, [], entry[5])
+
     def schedule(self) -> None:
         """Hands the recorded instructions to the cost model (after `memory.finish()`)."""
         room.replay(self.cost, self.log, self.memory, self.edges)

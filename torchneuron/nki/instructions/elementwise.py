@@ -418,6 +418,8 @@ def inplace_call(name: str, target: NkiTensor, other: Any) -> None:
         # the accumulation group (on hardware the group's first matmul overwrites), so an uninitialised
         # `nl.ndarray(..., buffer=nl.psum)` accumulator works as on hardware.
         fresh = run.accounting and run.memory.produced_last(other.storage)
+        if target.storage.zero_fill is not None:
+            run.fold_zero_fill(target.storage, fresh and target.index is None and target.size == target.storage.size)
         if matmul_group.merge_into(target, other):
             run.issue_move((target, other), (target,))
             if fresh:
