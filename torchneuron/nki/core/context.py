@@ -146,9 +146,9 @@ class KernelRun:
         index, tick = storage.zero_fill
         storage.zero_fill = None
         live = storage.live
-        if whole and type(live) is Whole and live.interval.last == tick and self.log[index][1] == tick:
-            entry = self.log[index]
-            self.log[index] = (room.MOVE, tick, [], entry[5])
+        log = self.log
+        if whole and type(live) is Whole and live.interval.last == tick and index < len(log) and log[index][1] == tick:
+            log[index] = (room.MOVE, tick, [], log[index][5])
 
     def schedule(self) -> None:
         """Hands the recorded instructions to the cost model (after `memory.finish()`)."""
