@@ -107,3 +107,25 @@ def test_jit_platform_target_picks_the_generation(target: str, generation: int,
 
     k(f32(2, 2))
     assert seen == [generation]
+
+
+def test_benchmark_of_a_jit_kernel_keeps_its_target_and_grid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`nki.benchmark(k)` of a kernel jitted for trn1 (or indexed with a grid) runs it as it was made."""
+    monkeypatch.delenv("NEURON_PLATFORM_TARGET_OVERRIDE", raising=False)
+    seen = []
+
+    @nki.jit(platform_target="trn1")
+    def k(a):
+        seen.append((int(nisa.get_nc_version()), int(nl.program_id(0)) if nl.num_programs(0) else 0))
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a))
+        return out
+
+    x = f32(128, 64)
+    bench = nki.benchmark(warmup=1, iters=1)(k)
+    np.testing.assert_array_equal(bench(x), x)
+    assert bench.benchmark_result.nc_latency.get_latency_percentile(50) > 0
+    assert seen == [(2, 0)]
+    seen.clear()
+    nki.benchmark(warmup=1, iters=1)(k[2])(x)
+    assert sorted(seen) == [(2, 0), (2, 1)]

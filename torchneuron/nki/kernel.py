@@ -87,9 +87,9 @@ class Kernel:
 
     def __init__(self, func: Callable[..., Any], api: str = "legacy", mode: str = "auto",
                  grid: tuple[GridDim, ...] = (), options: dict[str, Any] | None = None) -> None:
-        if isinstance(func, Kernel):  # nki.benchmark(k.with_schedule(...)) keeps the schedule
-            if "schedule" in func.options and "schedule" not in (options or {}):
-                options = {**(options or {}), "schedule": func.options["schedule"]}
+        if isinstance(func, Kernel):  # nki.benchmark(k) keeps what k was made with: options, schedule, grid
+            options = {**func.options, **(options or {})}
+            grid = grid or func.grid
             func = func.func
         self.func = func
         self.api = api
