@@ -72,6 +72,8 @@ def pytest_file(suite: str, f: Path, args: argparse.Namespace, env: dict[str, st
     rows = []
     for status, test_id, reason in PYTEST_ROW.findall(out):
         st = STATUS[status]
+        if st == "failed" and not reason and test_id == f.name:  # a collection error: its reason is above
+            reason = last_error(out)
         if st == "failed" and NEEDS_HW.search(reason or ""):
             st = "needs-hardware"
         rows.append({"suite": suite, "file": str(f), "id": test_id, "status": st, "reason": reason or ""})
