@@ -147,12 +147,7 @@ class CostModel:
         return _latest(self.ready, reads)
 
     def _finish(self, writes: Any, done: float) -> None:
-        ready = self.ready
-        for uid in writes:
-            if ready.get(uid, 0.0) < done:
-                ready[uid] = done
-            else:
-                ready.setdefault(uid, 0.0)
+        _raise(self.ready, writes, done)
         if done > self.end:
             self.end = done
 
@@ -179,13 +174,9 @@ class CostModel:
         end = start + ns
         for other in lines:
             other.occupy(start, end)
-        self._derive(reads, writes, engine)
-        if engine in _STATIC_ENGINES:
-            mine = self.tail.get(engine)
-            if mine is None or end >= mine[0]:  # the last on its timeline now
-                self.tail[engine] = (end, set(writes))
-            elif any(uid in mine[1] for uid in reads):
-                mine[1].update(writes)
+        self._derive(reads, writes)
+        if engine in _STATIC_ENGINES and end >= self.tail.get(engine, (0.0,))[0]:  # the last on its timeline now
+            self.tail[engine] = (end, set(writes))
         self.busy[engine] += ns
         self.counts[engine] += 1
         self.flops += flops
@@ -198,10 +189,10 @@ class CostModel:
         tail = self.tail.get(engine)
         return tail is not None and any(uid in tail[1] for uid in reads)
 
-    def _derive(self, reads: Any, writes: Any, engine: str = "") -> None:
+    def _derive(self, reads: Any, writes: Any) -> None:
         """Results computed from what depends on a Vector / Scalar engine's last instruction depend on it too."""
-        for e, (_, derived) in self.tail.items():
-            if e != engine and any(uid in derived for uid in reads):
+        for _, derived in self.tail.values():
+            if any(uid in derived for uid in reads):
                 derived.update(writes)
 
     def _occupied(self, engine: str, psum: bool) -> tuple[Timeline, ...]:
@@ -220,10 +211,7 @@ class CostModel:
         return _latest(self.write_from, writes)
 
     def _writing(self, writes: Any, start: float) -> None:
-        since = self.write_from
-        for uid in writes:
-            if since.get(uid, 0.0) < start:
-                since[uid] = start
+        _raise(self.write_from, writes, start)
 
     def dma(self, nbytes: float, chunks: int, reads: Any = (), writes: Any = (), after: float = 0.0,
             moved: float | None = None) -> float:
@@ -312,6 +300,13 @@ class CostModel:
         self.last_start = done
         self._finish(writes, done)
         return done
+
+
+def _raise(times: dict[Any, float], keys: Any, t: float) -> None:
+    """Moves each key's recorded time up to `t` (never down)."""
+    for k in keys:
+        if times.get(k, 0.0) < t:
+            times[k] = t
 
 
 def _latest(times: dict[Any, float], keys: Any) -> float:
